@@ -1,0 +1,69 @@
+/*
+ * clock.hpp
+ *	  Where the generators read the time and how they wait.
+ *
+ * The generators never read the system clock directly, so that unit tests
+ * can drive them with a ManualClock and the server can make waiting
+ * interruptible (src/pg/pg_clock.cpp).
+ */
+#pragma once
+
+
+#include <cstdint>
+#include <vector>
+
+namespace uidgen {
+
+class Clock
+{
+public:
+	virtual ~Clock() = default;
+
+	/* Wall-clock time: Unix milliseconds. */
+	virtual int64_t now_ms() = 0;
+
+	/*
+	 * Waits about ms milliseconds (ms > 0).  It may return early; callers
+	 * read the time again and decide whether to wait more.
+	 */
+	virtual void sleep_ms(int64_t ms) = 0;
+};
+
+/* CLOCK_REALTIME (a vDSO call on Linux) and nanosleep. */
+class SystemClock : public Clock
+{
+public:
+	int64_t now_ms() override;
+	void sleep_ms(int64_t ms) override;
+};
+
+/* A clock that moves only when told to, or when slept on; for tests. */
+class ManualClock : public Clock
+{
+public:
+	explicit ManualClock(int64_t start_ms) : now_(start_ms) {}
+
+	int64_t now_ms() override { return now_; }
+	void sleep_ms(int64_t ms) override
+	{
+		sleeps_.push_back(ms);
+		now_ += ms;
+	}
+
+	void set(int64_t ms) { now_ = ms; }
+	void advance(int64_t ms) { now_ += ms; }
+	const std::vector<int64_t> &sleeps() const { return sleeps_; }
+	int64_t slept_ms() const
+	{
+		int64_t total = 0;
+		for (int64_t ms : sleeps_)
+			total += ms;
+		return total;
+	}
+
+private:
+	int64_t now_;
+	std::vector<int64_t> sleeps_;
+};
+
+} // namespace uidgen

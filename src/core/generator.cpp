@@ -1,0 +1,134 @@
+/*
+ * generator.cpp
+ *	  The cached and default generators.
+ */
+#include "core/generator.hpp"
+
+#include "core/error.hpp"
+
+#include <string>
+
+#include "core/cpp_only.hpp"
+
+namespace uidgen {
+
+Generator::Generator(const Layout &layout, int64_t worker_id, int64_t floor_delta)
+	: layout_(layout), worker_(worker_id), last_(floor_delta), sequence_(layout.max_sequence())
+{
+	/*
+	 * S starts at its maximum, so that a clock still at the floor makes the
+	 * first ID move to the unit after it rather than reuse the floor's.
+	 */
+	if (worker_id < 0 || worker_id > layout.max_worker())
+		throw Error(ErrorKind::OutOfRange, "worker id " + std::to_string(worker_id) + " is out of range",
+					"The layout allows worker ids 0 to " + std::to_string(layout.max_worker()) + ".");
+	if (floor_delta < no_floor || floor_delta > layout.max_delta())
+		throw Error(ErrorKind::OutOfRange,
+					"time floor " + std::to_string(floor_delta) + " is out of range for layout " +
+						layout.describe());
+}
+
+void
+throw_time_exhausted(const Layout &layout)
+{
+	auto end = layout.exhausted_at();
+	throw Error(ErrorKind::LimitExceeded, "the UID time field is exhausted",
+				"Layout " + layout.describe() + " ran out at " +
+					(end ? format_utc(*end) : std::string("the end of int64 milliseconds")) + ".",
+				"A layout cannot change once workers have registered; generate IDs with a new layout "
+				"(more time bits or a later epoch) in a new database.");
+}
+
+void
+Generator::wait_until_ms(Clock &clock, int64_t target_ms) const
+{
+	for (;;)
+	{
+		int64_t remaining = target_ms - clock.now_ms();
+
+		if (remaining <= 0)
+			return;
+		clock.sleep_ms(remaining);
+	}
+}
+
+int64_t
+Generator::next_cached(Clock &clock, const GeneratorLimits &limits)
+{
+	int64_t now = layout_.delta_at(clock.now_ms());
+
+	if (now > last_)
+	{
+		if (now > layout_.max_delta())
+			throw_time_exhausted(layout_);
+		last_ = now;
+		sequence_ = 0;
+	}
+	else if (sequence_ < layout_.max_sequence())
+		sequence_++;
+	else
+	{
+		/* Borrow the next unit, but never more than max_borrow ahead of the clock. */
+		int64_t next = last_ + 1;
+
+		if (next > layout_.max_delta())
+			throw_time_exhausted(layout_);
+		wait_until_ms(clock, *layout_.start_of(next) - limits.max_borrow_ms);
+		last_ = next;
+		sequence_ = 0;
+	}
+	return layout_.compose_unchecked(last_, worker_, sequence_);
+}
+
+int64_t
+Generator::next_default(Clock &clock, const GeneratorLimits &limits)
+{
+	for (;;)
+	{
+		int64_t now_ms = clock.now_ms();
+		int64_t now = layout_.delta_at(now_ms);
+
+		if (now > last_)
+		{
+			if (now > layout_.max_delta())
+				throw_time_exhausted(layout_);
+			last_ = now;
+			sequence_ = 0;
+			break;
+		}
+		if (now == last_)
+		{
+			if (sequence_ < layout_.max_sequence())
+			{
+				sequence_++;
+				break;
+			}
+			/* This unit is used up: wait for the next, as UidGenerator does, but asleep. */
+			if (last_ + 1 > layout_.max_delta())
+				throw_time_exhausted(layout_);
+			wait_until_ms(clock, *layout_.start_of(last_ + 1));
+			continue;
+		}
+
+		/* The clock is behind the last unit issued. */
+		int64_t last_start = *layout_.start_of(last_);
+		if (last_start - now_ms > limits.max_backwards_wait_ms)
+		{
+			int64_t behind = last_ - now;
+			const char *unit = layout_.unit() == TimeUnit::Millisecond ? "millisecond" : "second";
+
+			throw Error(ErrorKind::NotInPrerequisiteState,
+						"clock moved backwards by " + std::to_string(behind) + " " + unit +
+							(behind == 1 ? "" : "s"),
+						"The last ID was issued for " + format_utc(last_start) + ", and the clock reads " +
+							format_utc(now_ms) + "; the generator waits for at most " +
+							std::to_string(limits.max_backwards_wait_ms) + " ms.",
+						"Wait for the clock to catch up, raise uidgen.max_backwards_wait, or set "
+						"uidgen.generator to \"cached\", which borrows time instead of failing.");
+		}
+		wait_until_ms(clock, last_start);
+	}
+	return layout_.compose_unchecked(last_, worker_, sequence_);
+}
+
+} // namespace uidgen
