@@ -1,0 +1,74 @@
+# uidgen: Baidu's UidGenerator as a PostgreSQL extension, in C++17.
+#
+#   make && make install    build and install into the PostgreSQL that
+#                           PG_CONFIG names (pg_config on the PATH by default)
+#   make installcheck       pg_regress, isolation and TAP tests against it
+#   make test               everything, on throwaway clusters (see README)
+#   make demo               a short demo on a throwaway cluster
+
+EXTENSION = uidgen
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
+
+MODULE_big = $(EXTENSION)
+OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp src/pg/*.cpp)))
+DATA = $(wildcard sql/$(EXTENSION)--*.sql)
+
+REGRESS = $(shell cat test/regress_schedule 2>/dev/null)
+REGRESS_OPTS = --inputdir=. --outputdir=build/regress
+
+ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=test --outputdir=build/isolation --load-extension=$(EXTENSION)
+
+TAP_TESTS = 1
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+PROVE_FLAGS = -I ./test/perl
+
+EXTRA_CLEAN = build
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+
+# PostgreSQL's headers are not C++17-clean (e.g. "register"): include them as
+# system headers so that our warnings stay meaningful.
+override PG_CPPFLAGS += -Isrc -isystem $(shell $(PG_CONFIG) --includedir-server)
+override PG_CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-register -fno-strict-aliasing
+SHLIB_LINK += -lstdc++
+
+include $(PGXS)
+
+# With LLVM (Debian builds PostgreSQL --with-llvm) PGXS also compiles every
+# .cpp to bitcode for JIT inlining, but with clang and without PG_CXXFLAGS,
+# which fails on C++17.  Give the bitcode step the same flags.
+COMPILE.cxx.bc += $(PG_CXXFLAGS)
+
+# ---- the project's own targets ------------------------------------------
+
+GTEST_CXXFLAGS = -std=c++17 -Wall -Wextra -O1 -g -Isrc
+UNIT_SOURCES = $(sort $(wildcard test/unit/*.cpp))
+CORE_SOURCES = $(sort $(wildcard src/core/*.cpp))
+
+build/unit_tests: $(UNIT_SOURCES) $(CORE_SOURCES) $(wildcard src/core/*.hpp)
+	@mkdir -p build
+	$(CXX) $(GTEST_CXXFLAGS) -o $@ $(UNIT_SOURCES) $(CORE_SOURCES) -lgtest -lgtest_main -lpthread
+
+unit: build/unit_tests
+	build/unit_tests
+
+LOAD_SOURCES = $(sort $(wildcard test/load/*.cpp))
+build/uidgen_load: $(LOAD_SOURCES) $(wildcard test/load/*.hpp)
+	@mkdir -p build
+	$(CXX) -std=c++17 -Wall -Wextra -O2 -g -I$(shell $(PG_CONFIG) --includedir) -o $@ $(LOAD_SOURCES) -lpq -lpthread
+
+test:
+	@scripts/test.sh
+
+demo:
+	@scripts/demo.sh
+
+.PHONY: unit test demo
+
+# PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
+prove_installcheck:
+	$(prove_installcheck)
+
+.PHONY: prove_installcheck
