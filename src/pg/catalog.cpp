@@ -1,0 +1,115 @@
+/*
+ * catalog.cpp
+ *	  The OIDs of uidgen's tables and the cached database layout.
+ */
+#include "pg/catalog.hpp"
+
+#include "pg/spi.hpp"
+#include "pg/time_convert.hpp"
+
+extern "C" {
+#include "catalog/namespace.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+}
+
+#include <optional>
+
+namespace uidgen::pg {
+
+namespace {
+
+Oid cached_config_relid = InvalidOid;
+Oid cached_worker_node_relid = InvalidOid;
+std::optional<Layout> cached_layout;
+
+Oid
+lookup_relid(const char *relname)
+{
+	Oid namespace_oid = get_namespace_oid("uidgen", true);
+	Oid relid = OidIsValid(namespace_oid) ? get_relname_relid(relname, namespace_oid) : InvalidOid;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation \"uidgen.%s\" does not exist", relname),
+				 errhint("Run CREATE EXTENSION uidgen in this database.")));
+	return relid;
+}
+
+void
+relcache_callback(Datum, Oid relid)
+{
+	if (relid == InvalidOid || relid == cached_config_relid)
+		cached_layout.reset();
+	if (relid == InvalidOid || relid == cached_config_relid || relid == cached_worker_node_relid)
+		cached_config_relid = cached_worker_node_relid = InvalidOid;
+}
+
+} // namespace
+
+Oid
+config_relid()
+{
+	if (!OidIsValid(cached_config_relid))
+		cached_config_relid = lookup_relid("config");
+	return cached_config_relid;
+}
+
+Oid
+worker_node_relid()
+{
+	if (!OidIsValid(cached_worker_node_relid))
+		cached_worker_node_relid = lookup_relid("worker_node");
+	return cached_worker_node_relid;
+}
+
+Layout
+read_layout(bool latest)
+{
+	uint64 rows = spi_run("SELECT time_bits, worker_bits, seq_bits, epoch, unit FROM uidgen.config", 0, nullptr,
+						  nullptr, latest ? Visibility::Latest : Visibility::Transaction, SPI_OK_SELECT);
+
+	if (rows != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("uidgen.config must have exactly one row, but it has " UINT64_FORMAT, rows),
+				 errhint("Restore the row with uid_configure().")));
+
+	char *unit_name = spi_text(0, 4);
+	TimeUnit unit = parse_time_unit(unit_name);
+
+	pfree(unit_name);
+	return Layout(spi_int32(0, 0), spi_int32(0, 1), spi_int32(0, 2), timestamptz_to_unix_ms(spi_timestamptz(0, 3)),
+				  unit);
+}
+
+const Layout &
+database_layout()
+{
+	if (!cached_layout)
+	{
+		(void) config_relid();	/* so that the relcache callback knows the table */
+		SPI_connect();
+		int nest_level = begin_pinned_search_path();
+		Layout layout = read_layout(false);
+		end_pinned_search_path(nest_level);
+		SPI_finish();
+		cached_layout = layout;
+	}
+	return *cached_layout;
+}
+
+void
+forget_catalog_cache()
+{
+	relcache_callback(0, InvalidOid);
+}
+
+void
+register_catalog_callbacks()
+{
+	CacheRegisterRelcacheCallback(relcache_callback, 0);
+}
+
+} // namespace uidgen::pg

@@ -1,0 +1,36 @@
+/*
+ * catalog.hpp
+ *	  uidgen's tables: their OIDs and the database's layout (uidgen.config).
+ */
+#pragma once
+
+#include "core/layout.hpp"
+
+extern "C" {
+#include "postgres.h"
+}
+
+namespace uidgen::pg {
+
+/* OIDs of uidgen.config and uidgen.worker_node; errors if the extension is missing. */
+Oid config_relid();
+Oid worker_node_relid();
+
+/*
+ * The database's layout, cached for the backend; uid_configure invalidates
+ * the cache of every backend through a relcache invalidation of
+ * uidgen.config.
+ */
+const Layout &database_layout();
+
+/*
+ * Reads the layout with the given visibility inside an open SPI connection
+ * (no cache).  Latest visibility is what registration uses.
+ */
+Layout read_layout(bool latest);
+
+/* Forgets cached OIDs and the layout; for uid_configure and invalidations. */
+void forget_catalog_cache();
+void register_catalog_callbacks();
+
+} // namespace uidgen::pg

@@ -1,0 +1,197 @@
+/*
+ * fn_admin.cpp
+ *	  uid_configure(), uid_layout() and uid_reclaim_workers().
+ */
+#include "pg/catalog.hpp"
+#include "pg/guard.hpp"
+#include "pg/pg_clock.hpp"
+#include "pg/registry.hpp"
+#include "pg/spi.hpp"
+#include "pg/time_convert.hpp"
+#include "pg/worker_lock.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/inval.h"
+#include "utils/timestamp.h"
+}
+
+#include <algorithm>
+#include <cmath>
+
+using namespace uidgen;
+using namespace uidgen::pg;
+
+namespace {
+
+/* Whether a worker has ever registered: then the layout is fixed for good. */
+bool
+layout_is_in_use()
+{
+	spi_run("SELECT (SELECT is_called FROM uidgen.worker_node_id_seq) "
+			"    OR EXISTS (SELECT FROM uidgen.worker_node)",
+			0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
+	return spi_bool(0, 0);
+}
+
+/* uidgen.layout_info for layout. */
+Datum
+layout_info_datum(FunctionCallInfo fcinfo, const Layout &layout, bool configurable)
+{
+	TupleDesc tupdesc;
+
+	if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	Datum values[12];
+	bool nulls[12] = {false};
+	int64_t ids_per_unit = layout.max_sequence() + 1;
+	int64_t ids_per_second;
+	std::optional<int64_t> end = layout.exhausted_at();
+	int64_t now_ms = backend_clock().now_ms();
+
+	values[0] = Int32GetDatum(layout.time_bits());
+	values[1] = Int32GetDatum(layout.worker_bits());
+	values[2] = Int32GetDatum(layout.seq_bits());
+	values[3] = TimestampTzGetDatum(unix_ms_to_timestamptz(layout.epoch_ms()));
+	values[4] = CStringGetTextDatum(time_unit_name(layout.unit()));
+	values[5] = Int32GetDatum(layout.unused_bits());
+	values[6] = Int64GetDatum(std::min<int64_t>(layout.max_worker(), max_lockable_worker));
+	values[7] = Int64GetDatum(ids_per_unit);
+	nulls[8] = __builtin_mul_overflow(ids_per_unit, 1000 / layout.unit_ms(), &ids_per_second);
+	values[8] = Int64GetDatum(ids_per_second);
+	if (end && unix_ms_fits_timestamptz(*end))
+	{
+		values[9] = TimestampTzGetDatum(unix_ms_to_timestamptz(*end));
+		values[10] = Float8GetDatum(static_cast<double>(*end - now_ms) / (365.25 * 86400 * 1000));
+	}
+	else
+	{
+		TimestampTz infinity;
+
+		TIMESTAMP_NOEND(infinity);
+		values[9] = TimestampTzGetDatum(infinity);
+		values[10] = Float8GetDatum(get_float8_infinity());
+	}
+	values[11] = BoolGetDatum(configurable);
+	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
+}
+
+int64_t
+interval_ms(const Interval *interval)
+{
+	/* As PostgreSQL's interval comparison does: a month is 30 days. */
+	return interval->time / 1000 + (int64_t{interval->month} * 30 + interval->day) * 86400 * 1000;
+}
+
+} // namespace
+
+/* uid_layout() returns uidgen.layout_info: the database's layout and what follows from it. */
+UIDGEN_FUNCTION(uid_layout)
+{
+	const Layout &layout = database_layout();
+
+	SPI_connect();
+	int nest_level = begin_pinned_search_path();
+	bool configurable = !layout_is_in_use();
+	end_pinned_search_path(nest_level);
+	SPI_finish();
+	return layout_info_datum(fcinfo, layout, configurable);
+}
+
+/*
+ * uid_configure(time_bits, worker_bits, seq_bits, epoch, unit) returns
+ * uidgen.layout_info.  Refused once a worker has registered, unless the
+ * layout is the one in force (so that set-up scripts can run again).
+ */
+UIDGEN_FUNCTION(uid_configure)
+{
+	char *unit_name = text_to_cstring(PG_GETARG_TEXT_PP(4));
+	TimestampTz epoch = PG_GETARG_TIMESTAMPTZ(3);
+
+	if (TIMESTAMP_NOT_FINITE(epoch))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("epoch must be finite")));
+	if (epoch % 1000 != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("epoch must be a whole number of milliseconds")));
+
+	Layout layout(PG_GETARG_INT32(0), PG_GETARG_INT32(1), PG_GETARG_INT32(2), timestamptz_to_unix_ms(epoch),
+				  parse_time_unit(unit_name));
+	layout.check_usable_at(backend_clock().now_ms());
+
+	SPI_connect();
+	int nest_level = begin_pinned_search_path();
+
+	/* Registrations take RowShareLock: none can start until we commit. */
+	LockRelationOid(config_relid(), ExclusiveLock);
+	Layout current = read_layout(true);
+
+	if (layout != current)
+	{
+		/* A copy in palloc'd memory: no std::string may be alive when ereport jumps. */
+		char *current_text = pstrdup(current.describe().c_str());
+
+		if (layout_is_in_use())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot change the layout once workers have registered"),
+					 errdetail("IDs issued in this database decode only under layout %s.",
+							   current_text),
+					 errhint("Choose the layout before the first uid_next(); a new layout needs a new database.")));
+
+		Oid types[5] = {INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TEXTOID};
+		Datum values[5] = {Int32GetDatum(layout.time_bits()), Int32GetDatum(layout.worker_bits()),
+						   Int32GetDatum(layout.seq_bits()), TimestampTzGetDatum(epoch),
+						   CStringGetTextDatum(time_unit_name(layout.unit()))};
+
+		if (spi_run("UPDATE uidgen.config SET time_bits = $1, worker_bits = $2, seq_bits = $3, epoch = $4, "
+					"    unit = $5, configured_at = now()",
+					5, types, values, Visibility::Transaction, SPI_OK_UPDATE) != 1)
+			elog(ERROR, "uidgen.config must have exactly one row");
+
+		/* Every backend's cached layout, and ours at once. */
+		CacheInvalidateRelcacheByRelid(config_relid());
+		forget_catalog_cache();
+	}
+	bool configurable = !layout_is_in_use();
+
+	end_pinned_search_path(nest_level);
+	SPI_finish();
+	return layout_info_datum(fcinfo, layout, configurable);
+}
+
+/*
+ * uid_reclaim_workers(margin interval) returns int: releases the workers of
+ * backends that died without releasing them, reusable once margin has
+ * passed.
+ */
+UIDGEN_FUNCTION(uid_reclaim_workers)
+{
+	int64_t margin_ms = interval_ms(PG_GETARG_INTERVAL_P(0));
+	constexpr int64_t max_margin_ms = INT64_C(366) * 86400 * 1000;
+
+	if (margin_ms < 0 || margin_ms > max_margin_ms)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("margin must be between 0 and 1 year"),
+				 errhint("A released worker is reused only after its margin; uidgen.max_borrow is the safe "
+						 "margin for a backend that died just now.")));
+
+	SPI_connect();
+	int nest_level = begin_pinned_search_path();
+	Layout layout = read_layout(true);
+	int64_t until_delta = layout.delta_at(backend_clock().now_ms()) +
+						  (margin_ms + layout.unit_ms() - 1) / layout.unit_ms();
+	int released = release_dead_workers(worker_node_relid(), until_delta);
+
+	end_pinned_search_path(nest_level);
+	SPI_finish();
+	PG_RETURN_INT32(released);
+}

@@ -1,0 +1,39 @@
+/*
+ * pg_clock.cpp
+ *	  Interruptible waits for the generators.
+ */
+#include "pg/pg_clock.hpp"
+
+#include "pg/guard.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+}
+
+#include <algorithm>
+
+namespace uidgen::pg {
+
+void
+PgClock::sleep_ms(int64_t ms)
+{
+	/* WaitLatch takes a long; the generator re-reads the clock after any wake-up. */
+	long timeout = static_cast<long>(std::min<int64_t>(ms, 1000));
+
+	pg_call([timeout] {
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	});
+}
+
+PgClock &
+backend_clock()
+{
+	static PgClock clock;
+	return clock;
+}
+
+} // namespace uidgen::pg

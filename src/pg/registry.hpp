@@ -1,0 +1,47 @@
+/*
+ * registry.hpp
+ *	  uidgen.worker_node: claiming, re-claiming and releasing worker ids.
+ *
+ * Every function here runs inside an SPI connection, as the extension owner
+ * with a pinned search_path (spi.hpp), in the calling transaction.
+ */
+#pragma once
+
+#include "core/layout.hpp"
+
+extern "C" {
+#include "postgres.h"
+}
+
+#include <cstdint>
+
+namespace uidgen::pg {
+
+struct Claim
+{
+	int64_t worker;
+	int64_t floor_delta;	/* the generator starts after it */
+};
+
+/*
+ * Claims a worker id for this backend and takes its session locks: a
+ * released worker whose last_time has passed when reuse is on, otherwise a
+ * fresh id from the identity.  Workers left active by dead backends are
+ * released on the way, with last_time = now + borrow.  Errors with
+ * program_limit_exceeded when nothing is left.  Does not write the claim.
+ */
+Claim claim_worker(const Layout &layout, Oid registry_relid, int64_t now_delta, int64_t borrow_units, bool reuse);
+
+/* Marks worker active and held by this backend (an upsert: a fresh row may have rolled back). */
+void write_claim(int64_t worker);
+
+/* Marks worker released, with last_time at least last_delta. */
+void write_release(int64_t worker, int64_t last_delta);
+
+/*
+ * Releases the active workers whose holders are gone, with last_time
+ * until_delta; returns how many.  Skips this backend's own workers.
+ */
+int release_dead_workers(Oid registry_relid, int64_t until_delta);
+
+} // namespace uidgen::pg

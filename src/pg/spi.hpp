@@ -1,0 +1,62 @@
+/*
+ * spi.hpp
+ *	  Small helpers over SPI for uidgen's catalog tables.
+ *
+ * Like all of src/pg they are called from frames without live C++
+ * destructors, so a PostgreSQL error may longjmp straight through them.
+ */
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+
+#include "executor/spi.h"
+}
+
+#include <cstdint>
+
+namespace uidgen::pg {
+
+enum class Visibility
+{
+	Transaction,	/* the calling transaction's snapshot */
+	Latest,			/* what has committed by now, whatever the isolation level */
+};
+
+/*
+ * Runs sql with parameters $1..$n; returns SPI_processed.  Errors unless the
+ * result code is expected.  Latest visibility is for the registry, which
+ * must see other backends' committed registrations even inside a
+ * REPEATABLE READ transaction.
+ */
+uint64 spi_run(const char *sql, int nargs, const Oid *types, const Datum *values, Visibility visibility,
+			   int expected);
+
+/* Values of the current SPI result; row and column count from 0. */
+bool spi_is_null(uint64 row, int col);
+int64_t spi_int64(uint64 row, int col);
+int32 spi_int32(uint64 row, int col);
+bool spi_bool(uint64 row, int col);
+TimestampTz spi_timestamptz(uint64 row, int col);
+/* palloc'd in the caller's memory context (before SPI_finish). */
+char *spi_text(uint64 row, int col);
+
+/*
+ * Runs the enclosed work as the extension's owner with search_path pinned
+ * to pg_catalog, pg_temp, so that neither the caller's rights nor objects in
+ * the caller's schemas take part in it.  Transaction abort restores both.
+ */
+struct OwnerContext
+{
+	Oid saved_user;
+	int saved_security_context;
+	int guc_nest_level;
+};
+void begin_as_owner(OwnerContext *context);
+void end_as_owner(const OwnerContext *context);
+
+/* Pins search_path only, keeping the caller's rights. */
+int begin_pinned_search_path();
+void end_pinned_search_path(int guc_nest_level);
+
+} // namespace uidgen::pg

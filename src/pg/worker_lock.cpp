@@ -1,0 +1,94 @@
+/*
+ * worker_lock.cpp
+ *	  Session locks on worker ids.
+ */
+#include "pg/worker_lock.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "storage/lock.h"
+}
+
+namespace uidgen::pg {
+
+namespace {
+
+constexpr uint16 advisory_key_kind = 3;
+constexpr LOCKMODE worker_lock_mode = ExclusiveLock;
+
+LOCKTAG
+object_tag(Oid registry_relid, int64_t worker)
+{
+	LOCKTAG tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, registry_relid, static_cast<uint32>(worker), 0);
+	return tag;
+}
+
+LOCKTAG
+advisory_tag(Oid registry_relid, int64_t worker)
+{
+	LOCKTAG tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, registry_relid, static_cast<uint32>(worker), advisory_key_kind);
+	return tag;
+}
+
+bool
+try_take(const LOCKTAG &tag)
+{
+	return LockAcquireExtended(&tag, worker_lock_mode, true, true, false, nullptr) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+bool
+take_if_lost(const LOCKTAG &tag)
+{
+	return LockHeldByMe(&tag, worker_lock_mode) || try_take(tag);
+}
+
+void
+release_if_held(const LOCKTAG &tag)
+{
+	if (LockHeldByMe(&tag, worker_lock_mode))
+		LockRelease(&tag, worker_lock_mode, true);
+}
+
+} // namespace
+
+bool
+try_lock_worker(Oid registry_relid, int64_t worker)
+{
+	Assert(worker >= 0 && worker <= max_lockable_worker);
+	LOCKTAG object = object_tag(registry_relid, worker);
+	LOCKTAG advisory = advisory_tag(registry_relid, worker);
+
+	/* Held already means held by this backend: not a free worker. */
+	if (LockHeldByMe(&object, worker_lock_mode) || LockHeldByMe(&advisory, worker_lock_mode))
+		return false;
+	if (!try_take(object))
+		return false;
+	if (!try_take(advisory))
+	{
+		LockRelease(&object, worker_lock_mode, true);
+		return false;
+	}
+	return true;
+}
+
+void
+unlock_worker(Oid registry_relid, int64_t worker)
+{
+	release_if_held(object_tag(registry_relid, worker));
+	release_if_held(advisory_tag(registry_relid, worker));
+}
+
+bool
+relock_worker(Oid registry_relid, int64_t worker)
+{
+	bool object_held = take_if_lost(object_tag(registry_relid, worker));
+	bool advisory_held = take_if_lost(advisory_tag(registry_relid, worker));
+
+	return object_held && advisory_held;
+}
+
+} // namespace uidgen::pg

@@ -1,0 +1,48 @@
+/*
+ * worker_lock.hpp
+ *	  The session locks that claim a worker id for the life of a backend.
+ *
+ * A worker id is guarded by two session-level locks, both taken without
+ * waiting, and a backend that holds either one holds the worker:
+ *
+ *	- an object lock in the default lock method on (uidgen.worker_node's OID,
+ *	  worker id).  DISCARD ALL and pg_advisory_unlock_all() do not release it,
+ *	  but every top-level transaction abort does (ProcReleaseLocks releases
+ *	  default-method session locks when aborting), so it is taken again
+ *	  right after the abort (see backend.cpp);
+ *	- an advisory lock on (database, worker_node's OID, worker id, 3).  Aborts
+ *	  leave it alone; DISCARD ALL and pg_advisory_unlock_all() release it, so
+ *	  it is taken again at the end of the transaction.
+ *
+ * A claimant must take both, so a worker whose holder lives is never handed
+ * out, whichever of the two a statement has just released.  Both show in
+ * pg_locks.  The fourth advisory key, 3, is one that the SQL advisory lock
+ * functions never use (they use 1 and 2), so no user lock can collide.
+ */
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+}
+
+#include <cstdint>
+
+namespace uidgen::pg {
+
+/* Worker ids must fit the 32-bit object id of a lock tag. */
+constexpr int64_t max_lockable_worker = UINT32_MAX;
+
+/* Takes both locks or neither; never waits. */
+bool try_lock_worker(Oid registry_relid, int64_t worker);
+
+/* Releases whichever of the two this backend holds. */
+void unlock_worker(Oid registry_relid, int64_t worker);
+
+/*
+ * Takes whichever of the two this backend has lost, without waiting and
+ * without raising an error (it runs during transaction abort); returns
+ * whether both are now held.
+ */
+bool relock_worker(Oid registry_relid, int64_t worker);
+
+} // namespace uidgen::pg
