@@ -294,6 +294,14 @@ unlock_at_exit()
 		unlock_worker(registry_relid, generator->worker_id());
 	for (int i = 0; i < retired_count; i++)
 		unlock_worker(registry_relid, retired[i].worker);
+
+	/*
+	 * Forget the workers, or the transaction end of a later exit callback
+	 * (temporary relations are dropped in one) would take the locks back.
+	 */
+	generator = nullptr;
+	retired_count = 0;
+	update_readiness();
 }
 
 namespace detail {

@@ -162,7 +162,12 @@ claim_worker(const Layout &layout, Oid registry_relid, int64_t now_delta, int64_
 			return claim;
 	}
 
-	for (;;)
+	/*
+	 * Nobody else gets a fresh id from the identity, so its locks are free
+	 * unless someone took them by hand (or reset the sequence): skip a few
+	 * such ids, but do not spin on a broken registry.
+	 */
+	for (int attempt = 0; attempt < 100; attempt++)
 	{
 		spi_run("SELECT nextval('uidgen.worker_node_id_seq')", 0, nullptr, nullptr, Visibility::Transaction,
 				SPI_OK_SELECT);
@@ -170,10 +175,14 @@ claim_worker(const Layout &layout, Oid registry_relid, int64_t now_delta, int64_
 
 		if (fresh > worker_limit(layout))
 			report_no_worker_left(layout);
-		/* Nobody else gets this id from the identity; only a hand-made lock could hold it. */
-		if (try_lock_worker(registry_relid, fresh))
+		if (fresh >= 0 && try_lock_worker(registry_relid, fresh))
 			return Claim{fresh, -1};
 	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the worker ids that uidgen.worker_node_id_seq hands out are all in use"),
+			 errhint("The sequence must not be set back; set it past the largest id in uidgen.worker_node.")));
+	pg_unreachable();
 }
 
 void
