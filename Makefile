@@ -24,6 +24,8 @@ PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 PROVE_FLAGS = -I ./test/perl
 
 EXTRA_CLEAN = build
+# pg_regress does not create its output directories.
+REGRESS_PREP = build/regress build/isolation
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -58,6 +60,9 @@ LOAD_SOURCES = $(sort $(wildcard test/load/*.cpp))
 build/uidgen_load: $(LOAD_SOURCES) $(wildcard test/load/*.hpp)
 	@mkdir -p build
 	$(CXX) -std=c++17 -Wall -Wextra -O2 -g -I$(shell $(PG_CONFIG) --includedir) -o $@ $(LOAD_SOURCES) -lpq -lpthread
+
+build/regress build/isolation:
+	@mkdir -p $@
 
 test:
 	@scripts/test.sh

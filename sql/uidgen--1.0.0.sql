@@ -64,7 +64,7 @@ COMMENT ON COLUMN uidgen.worker_node.last_time IS 'Time units since the epoch: r
 
 -- Ordinary roles read; only the extension owner writes.
 REVOKE ALL ON uidgen.config, uidgen.worker_node, uidgen.worker_node_id_seq FROM PUBLIC;
-GRANT SELECT ON uidgen.config, uidgen.worker_node TO PUBLIC;
+GRANT SELECT ON uidgen.config, uidgen.worker_node, uidgen.worker_node_id_seq TO PUBLIC;
 
 SELECT pg_catalog.pg_extension_config_dump('uidgen.config', '');
 SELECT pg_catalog.pg_extension_config_dump('uidgen.worker_node', '');
@@ -217,9 +217,10 @@ BEGIN
 	EXECUTE format('SELECT max(%I) FROM %s', col, tbl) INTO max_key;
 	next_min := @extschema@.uid_min(clock_timestamp());
 	IF max_key >= next_min THEN
-		RAISE EXCEPTION 'column "%" of relation % has keys up to %, not below the next UID %', col, tbl,
-			max_key, next_min
-			USING ERRCODE = 'object_not_in_prerequisite_state';
+		RAISE EXCEPTION 'column "%" of relation % has keys that uid_next() could issue again', col, tbl
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = format('Its largest key is %s; the next UID is at least %s.', max_key, next_min),
+			      HINT = 'Only columns whose keys are all below uid_min(now()) can be converted.';
 	END IF;
 
 	IF att.attidentity <> '' THEN
