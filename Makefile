@@ -16,7 +16,7 @@ DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 REGRESS = $(shell cat test/regress_schedule 2>/dev/null)
 REGRESS_OPTS = --inputdir=. --outputdir=build/regress
 
-ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
+ISOLATION = $(shell cat test/isolation_schedule 2>/dev/null)
 ISOLATION_OPTS = --inputdir=test --outputdir=build/isolation --load-extension=$(EXTENSION)
 
 TAP_TESTS = 1
