@@ -21,7 +21,6 @@ ISOLATION_OPTS = --inputdir=test --outputdir=build/isolation --load-extension=$(
 
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
-PROVE_FLAGS = -I ./test/perl
 
 EXTRA_CLEAN = build
 # pg_regress does not create its output directories.
@@ -42,6 +41,9 @@ include $(PGXS)
 # .cpp to bitcode for JIT inlining, but with clang and without PG_CXXFLAGS,
 # which fails on C++17.  Give the bitcode step the same flags.
 COMPILE.cxx.bc += $(PG_CXXFLAGS)
+
+# Makefile.global sets PROVE_FLAGS: add our shared Perl module after it.
+PROVE_FLAGS += -I ./test/perl
 
 # ---- the project's own targets ------------------------------------------
 

@@ -1,0 +1,110 @@
+# The worker registry survives what sessions do to it (DESIGN.md 4.7):
+# termination inside an open or failed transaction, a dropped database,
+# and many backends registering at once.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use UidgenTest;
+
+my $node = new_uidgen_node('hazards');
+
+# Terminates the backend of a background session and waits for it to go.
+sub terminate
+{
+	my ($session, $pid) = @_;
+	$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+	$node->poll_query_until('postgres',
+		"SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)")
+	  or die "backend $pid did not exit";
+	eval { $session->quit };
+}
+
+# A worker committed, then terminated: released with the last time unit it issued.
+{
+	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	my $worker = $s->query_safe('SELECT uid_next() IS NOT NULL; SELECT uid_current_worker()');
+	$worker = (split /\n/, $worker)[-1];
+	my $last = $s->query_safe('SELECT uid_timestamp(max(u)) FROM uid_next_batch(5000) u');
+	my $last_delta = $s->query_safe(
+		"SELECT (uid_lastval() >> (worker_bits + seq_bits)) FROM uid_layout()");
+	terminate($s, $pid);
+	my $row = $node->safe_psql('postgres',
+		"SELECT status, last_time >= $last_delta, released_at IS NOT NULL FROM uidgen.worker_node WHERE id = $worker");
+	is($row, 'released|t|t', 'terminated backend released its worker with its last time unit');
+	is($node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_locks WHERE locktype IN ('object', 'advisory') AND objid = $worker AND classid = 'uidgen.worker_node'::regclass"),
+		'0', 'and its session locks are gone');
+}
+
+# Terminated inside an open transaction that registered: nothing is left
+# active, and the worker is not handed out before its last time.
+{
+	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	$s->query_safe('BEGIN');
+	$s->query_safe('SELECT count(*) FROM uid_next_batch(100)');
+	my $worker = $s->query_safe('SELECT uid_current_worker()');
+	my $last_delta = $s->query_safe(
+		"SELECT (uid_lastval() >> (worker_bits + seq_bits)) FROM uid_layout()");
+	terminate($s, $pid);
+	my $row = $node->safe_psql('postgres',
+		"SELECT coalesce(string_agg(status || ':' || (last_time >= $last_delta)::text, ','), 'none') FROM uidgen.worker_node WHERE id = $worker");
+	ok($row eq 'none' || $row eq 'released:true',
+		"open transaction: worker $worker is absent (fresh id) or released after its last time ($row)");
+}
+
+# Terminated inside a failed transaction.
+{
+	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	$s->query_safe('SELECT uid_next()');	# committed claim
+	my $worker = $s->query_safe('SELECT uid_current_worker()');
+	$s->query('BEGIN; SELECT uid_next(); SELECT 1/0;');
+	terminate($s, $pid);
+	is($node->safe_psql('postgres', "SELECT status FROM uidgen.worker_node WHERE id = $worker"),
+		'released', 'failed transaction: worker released at exit');
+}
+
+# No worker row is left active without a living holder.
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM uidgen.worker_node w
+	 WHERE status = 'active' AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = w.pid)}),
+	'0', 'no active worker without a living backend');
+
+# A database dropped while one of its sessions holds a worker.
+{
+	$node->safe_psql('postgres', 'CREATE DATABASE doomed');
+	$node->safe_psql('doomed', 'CREATE EXTENSION uidgen');
+	my $s = $node->background_psql('doomed', on_error_stop => 0);
+	$s->query_safe('SELECT uid_next()');
+	$node->safe_psql('postgres', 'DROP DATABASE doomed WITH (FORCE)');
+	eval { $s->quit };
+	is($node->safe_psql('postgres', "SELECT count(*) FROM pg_database WHERE datname = 'doomed'"),
+		'0', 'database with a registered session dropped');
+	ok($node->safe_psql('postgres', 'SELECT uid_next() > 0') eq 't', 'server still generates');
+}
+
+# Many backends registering at once, each on a new connection, inserting
+# through DEFAULT uid_next() into a primary key.
+{
+	$node->safe_psql('postgres',
+		'CREATE TABLE burst (id bigint PRIMARY KEY DEFAULT uid_next(), client int)');
+	$node->pgbench(
+		'--no-vacuum --connect --client=16 --transactions=40',
+		0, [qr{processed: 640/640}], [],
+		'16 clients, a new backend per transaction',
+		{ 'burst' => 'INSERT INTO burst (client) VALUES (:client_id);' });
+	is($node->safe_psql('postgres', 'SELECT count(*), count(DISTINCT id) FROM burst'),
+		'640|640', 'every row has its own ID');
+	my $workers = $node->safe_psql('postgres', 'SELECT count(*) FROM uidgen.worker_node');
+	cmp_ok($workers, '<=', 64, "640 connections reused workers: $workers rows");
+	is($node->safe_psql('postgres', q{SELECT count(*) FROM uidgen.worker_node WHERE status = 'active'
+		AND pid NOT IN (SELECT pid FROM pg_stat_activity)}), '0', 'all released');
+}
+
+$node->stop;
+done_testing();
