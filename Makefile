@@ -22,7 +22,7 @@ ISOLATION_OPTS = --inputdir=test --outputdir=build/isolation --load-extension=$(
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
-EXTRA_CLEAN = build
+EXTRA_CLEAN = build tmp_check
 # pg_regress does not create its output directories.
 REGRESS_PREP = build/regress build/isolation
 
