@@ -27,7 +27,7 @@ SELECT p.oid::regprocedure AS function, p.provolatile AS volatility, p.proisstri
   FROM pg_proc p
   JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'uidgen'
- ORDER BY 1::text;
+ ORDER BY p.oid::regprocedure::text COLLATE "C";
 
 -- The catalog tables, and what pg_dump will save of them.
 SELECT unnest(extconfig)::regclass AS relation, unnest(extcondition) AS dump_filter

@@ -7,6 +7,13 @@
 CREATE SCHEMA uidgen;
 GRANT USAGE ON SCHEMA uidgen TO PUBLIC;
 
+-- Which server and database this is, as "system identifier/database OID".
+-- pg_dump carries it along, so a restored or template-copied database can
+-- tell that it is a copy (see worker_node.origin).
+CREATE FUNCTION uidgen.database_identity() RETURNS text
+AS 'MODULE_PATHNAME', 'uid_database_identity'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
 -- The layout: one row.  Immutable once a worker has registered.
 CREATE TABLE uidgen.config (
 	singleton     boolean PRIMARY KEY DEFAULT true CHECK (singleton),
@@ -15,7 +22,8 @@ CREATE TABLE uidgen.config (
 	seq_bits      int NOT NULL,
 	epoch         timestamptz NOT NULL,
 	unit          text NOT NULL CHECK (unit IN ('millisecond', 'second')),
-	configured_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+	configured_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	origin        text NOT NULL DEFAULT uidgen.database_identity()
 );
 COMMENT ON TABLE uidgen.config IS 'The UID layout of this database; change it with uid_configure()';
 
@@ -29,7 +37,7 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	UPDATE uidgen.config
 	   SET time_bits = NEW.time_bits, worker_bits = NEW.worker_bits, seq_bits = NEW.seq_bits,
-	       epoch = NEW.epoch, unit = NEW.unit, configured_at = NEW.configured_at
+	       epoch = NEW.epoch, unit = NEW.unit, configured_at = NEW.configured_at, origin = NEW.origin
 	 WHERE singleton;
 	IF FOUND THEN
 		RETURN NULL;
@@ -56,11 +64,13 @@ CREATE TABLE uidgen.worker_node (
 	application_name text,
 	status           text NOT NULL CHECK (status IN ('active', 'released')),
 	last_time        bigint,
-	released_at      timestamptz
+	released_at      timestamptz,
+	origin           text NOT NULL
 );
 COMMENT ON TABLE uidgen.worker_node IS 'Worker ids: one per backend that issued IDs (UidGenerator''s WORKER_NODE)';
 COMMENT ON COLUMN uidgen.worker_node.type IS '1 = CONTAINER, 2 = ACTUAL, as in UidGenerator';
 COMMENT ON COLUMN uidgen.worker_node.last_time IS 'Time units since the epoch: reusable once the clock has passed it';
+COMMENT ON COLUMN uidgen.worker_node.origin IS 'The database that claimed it (uidgen.database_identity()); a copy reuses only its own';
 
 -- Ordinary roles read; only the extension owner writes.
 REVOKE ALL ON uidgen.config, uidgen.worker_node, uidgen.worker_node_id_seq FROM PUBLIC;

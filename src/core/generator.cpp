@@ -22,6 +22,12 @@ Generator::Generator(const Layout &layout, int64_t worker_id, int64_t floor_delt
 	if (worker_id < 0 || worker_id > layout.max_worker())
 		throw Error(ErrorKind::OutOfRange, "worker id " + std::to_string(worker_id) + " is out of range",
 					"The layout allows worker ids 0 to " + std::to_string(layout.max_worker()) + ".");
+	/* Every unit up to the one after the last must have a start the clock can reach. */
+	if (!layout.exhausted_at())
+		throw Error(ErrorKind::InvalidParameter,
+					"layout " + layout.describe() + " outlasts the time range of a bigint",
+					"Its time field would run beyond 292 million years of milliseconds.",
+					"Use fewer time bits.");
 	if (floor_delta < no_floor || floor_delta > layout.max_delta())
 		throw Error(ErrorKind::OutOfRange,
 					"time floor " + std::to_string(floor_delta) + " is out of range for layout " +

@@ -100,6 +100,11 @@ Layout::check_usable_at(int64_t now_ms) const
 		throw Error(ErrorKind::InvalidParameter, "epoch " + format_utc(epoch_ms_) + " is in the future",
 					{}, "Choose an epoch at or before the current time.");
 
+	if (!exhausted_at())
+		throw Error(ErrorKind::InvalidParameter, "layout " + describe() + " outlasts the time range of a bigint",
+					"Its time field would run beyond 292 million years of milliseconds.",
+					"Use fewer time bits.");
+
 	int64_t now_delta = delta_at(now_ms);
 	if (now_delta > max_delta_)
 	{

@@ -115,7 +115,7 @@ write_claim_as_owner(int64_t worker)
 
 	SPI_connect();
 	begin_as_owner(&owner);
-	write_claim(worker);
+	write_claim(worker, database_identity());
 	end_as_owner(&owner);
 	SPI_finish();
 	claim_written_in = GetCurrentSubTransactionId();
@@ -154,10 +154,11 @@ register_worker()
 	if (now_delta > layout.max_delta())
 		throw_time_exhausted(layout);
 
-	Claim claim = claim_worker(layout, relid, now_delta, borrow_units(layout), worker_reuse);
+	RegistryOrigin origin = registry_origin();
+	Claim claim = claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
 	worker_being_claimed = claim.worker;
 	relid_being_claimed = relid;
-	write_claim(claim.worker);
+	write_claim(claim.worker, origin.identity);
 
 	end_as_owner(&owner);
 	SPI_finish();

@@ -189,9 +189,15 @@ UIDGEN_FUNCTION(uid_reclaim_workers)
 	Layout layout = read_layout(true);
 	int64_t until_delta = layout.delta_at(backend_clock().now_ms()) +
 						  (margin_ms + layout.unit_ms() - 1) / layout.unit_ms();
-	int released = release_dead_workers(worker_node_relid(), until_delta);
+	int released = release_dead_workers(worker_node_relid(), database_identity(), until_delta);
 
 	end_pinned_search_path(nest_level);
 	SPI_finish();
 	PG_RETURN_INT32(released);
+}
+
+/* uidgen.database_identity() returns text: "system identifier/database OID". */
+UIDGEN_FUNCTION(uid_database_identity)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(database_identity()));
 }

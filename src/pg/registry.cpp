@@ -8,6 +8,7 @@
 #include "pg/worker_lock.hpp"
 
 extern "C" {
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
@@ -75,6 +76,12 @@ worker_row_matches(int64_t worker, const char *condition, int64_t delta)
 }
 
 bool
+worker_row_exists(int64_t worker)
+{
+	return worker_row_matches(worker, "true", 0);
+}
+
+bool
 is_released_before(int64_t worker, int64_t delta)
 {
 	return worker_row_matches(worker, "status = 'released' AND last_time < $2", delta);
@@ -98,14 +105,16 @@ copy_int64_column(uint64 rows, int col)
 }
 
 bool
-claim_released_worker(const Layout &layout, Oid registry_relid, int64_t now_delta, Claim *claim)
+claim_released_worker(const Layout &layout, const char *identity, Oid registry_relid, int64_t now_delta,
+					  Claim *claim)
 {
-	Oid types[2] = {INT8OID, INT8OID};
-	Datum values[2] = {Int64GetDatum(now_delta), Int64GetDatum(worker_limit(layout))};
+	Oid types[3] = {INT8OID, INT8OID, TEXTOID};
+	Datum values[3] = {Int64GetDatum(now_delta), Int64GetDatum(worker_limit(layout)),
+					   CStringGetTextDatum(identity)};
 	uint64 rows = spi_run("SELECT id, last_time FROM uidgen.worker_node "
-						  "WHERE status = 'released' AND last_time < $1 AND id <= $2 "
+						  "WHERE status = 'released' AND last_time < $1 AND id <= $2 AND origin = $3 "
 						  "ORDER BY last_time, id LIMIT " CppAsString2(64),
-						  2, types, values, Visibility::Latest, SPI_OK_SELECT);
+						  3, types, values, Visibility::Latest, SPI_OK_SELECT);
 	static_assert(reuse_candidates == 64, "keep the LIMIT above in step");
 	int64_t *ids = copy_int64_column(rows, 0);
 	int64_t *last_times = copy_int64_column(rows, 1);
@@ -147,18 +156,36 @@ report_no_worker_left(const Layout &layout)
 
 } // namespace
 
+char *
+database_identity()
+{
+	return psprintf(UINT64_FORMAT "/%u", GetSystemIdentifier(), MyDatabaseId);
+}
+
+RegistryOrigin
+registry_origin()
+{
+	char *identity = database_identity();
+
+	spi_run("SELECT origin FROM uidgen.config", 0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
+	char *origin = spi_text(0, 0);
+
+	return RegistryOrigin{identity, strcmp(origin, identity) != 0};
+}
+
 Claim
-claim_worker(const Layout &layout, Oid registry_relid, int64_t now_delta, int64_t borrow_units, bool reuse)
+claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid, int64_t now_delta,
+			 int64_t borrow_units, bool reuse)
 {
 	Claim claim{};
 
 	if (reuse)
 	{
-		if (claim_released_worker(layout, registry_relid, now_delta, &claim))
+		if (claim_released_worker(layout, origin.identity, registry_relid, now_delta, &claim))
 			return claim;
 		/* Workers of dead backends become reusable after the borrow bound. */
-		if (release_dead_workers(registry_relid, now_delta + borrow_units) > 0 &&
-			claim_released_worker(layout, registry_relid, now_delta, &claim))
+		if (release_dead_workers(registry_relid, origin.identity, now_delta + borrow_units) > 0 &&
+			claim_released_worker(layout, origin.identity, registry_relid, now_delta, &claim))
 			return claim;
 	}
 
@@ -171,11 +198,12 @@ claim_worker(const Layout &layout, Oid registry_relid, int64_t now_delta, int64_
 	{
 		spi_run("SELECT nextval('uidgen.worker_node_id_seq')", 0, nullptr, nullptr, Visibility::Transaction,
 				SPI_OK_SELECT);
-		int64_t fresh = spi_int64(0, 0);
+		int64_t count = spi_int64(0, 0);
+		int64_t fresh = origin.is_copy ? worker_limit(layout) + 1 - count : count;
 
-		if (fresh > worker_limit(layout))
+		if (fresh > worker_limit(layout) || fresh < 1 || (origin.is_copy && worker_row_exists(fresh)))
 			report_no_worker_left(layout);
-		if (fresh >= 0 && try_lock_worker(registry_relid, fresh))
+		if (try_lock_worker(registry_relid, fresh))
 			return Claim{fresh, -1};
 	}
 	ereport(ERROR,
@@ -186,11 +214,11 @@ claim_worker(const Layout &layout, Oid registry_relid, int64_t now_delta, int64_
 }
 
 void
-write_claim(int64_t worker)
+write_claim(int64_t worker, const char *identity)
 {
 	const char *application = application_name ? application_name : "";
-	Oid types[7] = {INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID};
-	Datum values[7] = {
+	Oid types[8] = {INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum values[8] = {
 		Int64GetDatum(worker),
 		CStringGetTextDatum(server_host_name()),
 		CStringGetTextDatum(psprintf("%d", PostPortNumber)),
@@ -198,16 +226,18 @@ write_claim(int64_t worker)
 		TimestampTzGetDatum(MyStartTimestamp),
 		CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false)),
 		CStringGetTextDatum(application),
+		CStringGetTextDatum(identity),
 	};
 
 	spi_run("INSERT INTO uidgen.worker_node AS w (id, host_name, port, type, launch_date, modified, created, "
-			"    pid, backend_start, role, application_name, status) "
-			"VALUES ($1, $2, $3, $4, current_date, now(), now(), pg_backend_pid(), $5, $6, $7, 'active') "
+			"    pid, backend_start, role, application_name, status, origin) "
+			"VALUES ($1, $2, $3, $4, current_date, now(), now(), pg_backend_pid(), $5, $6, $7, 'active', $8) "
 			"ON CONFLICT (id) DO UPDATE SET host_name = excluded.host_name, port = excluded.port, "
 			"    type = excluded.type, launch_date = excluded.launch_date, modified = excluded.modified, "
 			"    pid = excluded.pid, backend_start = excluded.backend_start, role = excluded.role, "
-			"    application_name = excluded.application_name, status = 'active', released_at = NULL",
-			7, types, values, Visibility::Transaction, SPI_OK_INSERT);
+			"    application_name = excluded.application_name, status = 'active', released_at = NULL, "
+			"    origin = excluded.origin",
+			8, types, values, Visibility::Transaction, SPI_OK_INSERT);
 }
 
 void
@@ -223,10 +253,12 @@ write_release(int64_t worker, int64_t last_delta)
 }
 
 int
-release_dead_workers(Oid registry_relid, int64_t until_delta)
+release_dead_workers(Oid registry_relid, const char *identity, int64_t until_delta)
 {
-	uint64 rows = spi_run("SELECT id FROM uidgen.worker_node WHERE status = 'active' ORDER BY id", 0, nullptr,
-						  nullptr, Visibility::Latest, SPI_OK_SELECT);
+	Oid types[1] = {TEXTOID};
+	Datum values[1] = {CStringGetTextDatum(identity)};
+	uint64 rows = spi_run("SELECT id FROM uidgen.worker_node WHERE status = 'active' AND origin = $1 ORDER BY id",
+						  1, types, values, Visibility::Latest, SPI_OK_SELECT);
 	int64_t *ids = copy_int64_column(rows, 0);
 	int released = 0;
 

@@ -24,24 +24,50 @@ struct Claim
 };
 
 /*
- * Claims a worker id for this backend and takes its session locks: a
- * released worker whose last_time has passed when reuse is on, otherwise a
- * fresh id from the identity.  Workers left active by dead backends are
- * released on the way, with last_time = now + borrow.  Errors with
- * program_limit_exceeded when nothing is left.  Does not write the claim.
+ * Where a registration stands: this database's identity, and whether the
+ * registry was made by another database (this one is a restored or
+ * template copy of it, which may still be generating).
  */
-Claim claim_worker(const Layout &layout, Oid registry_relid, int64_t now_delta, int64_t borrow_units, bool reuse);
+struct RegistryOrigin
+{
+	const char *identity;	/* uidgen.database_identity() */
+	bool is_copy;			/* uidgen.config.origin differs from it */
+};
+
+/* This database's identity: "system identifier/database OID", palloc'd. */
+char *database_identity();
+
+/* Reads uidgen.config.origin and compares it with this database. */
+RegistryOrigin registry_origin();
+
+/*
+ * Claims a worker id for this backend and takes its session locks: a
+ * released worker of this database whose last_time has passed when reuse is
+ * on, otherwise a fresh id from the identity.  Workers of this database left
+ * active by dead backends are released on the way, with last_time = now +
+ * borrow.  Errors with program_limit_exceeded when nothing is left.  Does
+ * not write the claim.
+ *
+ * A copy of a database shares the original's registry and sequence up to
+ * the moment of the copy, so it never reuses the workers it inherited and
+ * counts its fresh ids down from the top of the range while the original
+ * counts up: the two never share a worker until together they have used
+ * every worker id.
+ */
+Claim claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid, int64_t now_delta,
+				   int64_t borrow_units, bool reuse);
 
 /* Marks worker active and held by this backend (an upsert: a fresh row may have rolled back). */
-void write_claim(int64_t worker);
+void write_claim(int64_t worker, const char *identity);
 
 /* Marks worker released, with last_time at least last_delta. */
 void write_release(int64_t worker, int64_t last_delta);
 
 /*
- * Releases the active workers whose holders are gone, with last_time
- * until_delta; returns how many.  Skips this backend's own workers.
+ * Releases this database's active workers whose holders are gone, with
+ * last_time until_delta; returns how many.  Skips this backend's own
+ * workers.
  */
-int release_dead_workers(Oid registry_relid, int64_t until_delta);
+int release_dead_workers(Oid registry_relid, const char *identity, int64_t until_delta);
 
 } // namespace uidgen::pg
