@@ -123,7 +123,7 @@ public:
 	bool operator==(const Layout &other) const;
 	bool operator!=(const Layout &other) const { return !(*this == other); }
 
-	/* e.g. "41/13/9 millisecond since 2026-01-01 00:00:00 UTC" */
+	/* e.g. "41/13/9 milliseconds since 2026-01-01 00:00:00 UTC" */
 	std::string describe() const;
 
 private:
