@@ -75,9 +75,6 @@ bool claim_durable = false;
 SubTransactionId claim_written_in = InvalidSubTransactionId;
 /* A session lock of the worker could not be taken back. */
 bool locks_lost = false;
-/* Locked by a registration that has not finished yet. */
-int64_t worker_being_claimed = -1;
-Oid relid_being_claimed = InvalidOid;
 
 /*
  * Workers this backend had to give up because it could not take their locks
@@ -156,8 +153,6 @@ register_worker()
 
 	RegistryOrigin origin = registry_origin();
 	Claim claim = claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
-	worker_being_claimed = claim.worker;
-	relid_being_claimed = relid;
 	write_claim(claim.worker, origin.identity);
 
 	end_as_owner(&owner);
@@ -166,7 +161,6 @@ register_worker()
 	registry_relid = relid;
 	generator_storage.emplace(layout, claim.worker, claim.floor_delta);
 	generator = &*generator_storage;
-	worker_being_claimed = -1;
 	claim_durable = false;
 	claim_written_in = GetCurrentSubTransactionId();
 
@@ -176,6 +170,20 @@ register_worker()
 		before_shmem_exit(uidgen_release_at_exit, 0);
 		exit_callback_registered = true;
 	}
+}
+
+/* Releases the locks of workers this backend took but does not hold as its own or retired. */
+void
+unlock_workers_except_held()
+{
+	int64_t keep[max_retired_workers + 1];
+	int nkeep = 0;
+
+	if (generator != nullptr)
+		keep[nkeep++] = generator->worker_id();
+	for (int i = 0; i < retired_count; i++)
+		keep[nkeep++] = retired[i].worker;
+	unlock_workers_except(keep, nkeep);
 }
 
 /* Takes back lost session locks; runs at every top-level transaction end. */
@@ -240,12 +248,9 @@ resource_release_callback(ResourceReleasePhase phase, bool is_commit, bool is_to
 {
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !is_top_level)
 		return;
-	/* A registration that failed: give its worker back. */
-	if (!is_commit && worker_being_claimed >= 0)
-	{
-		unlock_worker(relid_being_claimed, worker_being_claimed);
-		worker_being_claimed = -1;
-	}
+	/* A registration that failed gives its worker back. */
+	if (!is_commit)
+		unlock_workers_except_held();
 	check_locks();
 }
 
@@ -291,18 +296,15 @@ release_at_exit()
 void
 unlock_at_exit()
 {
-	if (generator != nullptr)
-		unlock_worker(registry_relid, generator->worker_id());
-	for (int i = 0; i < retired_count; i++)
-		unlock_worker(registry_relid, retired[i].worker);
-
 	/*
-	 * Forget the workers, or the transaction end of a later exit callback
-	 * (temporary relations are dropped in one) would take the locks back.
+	 * Forget the workers first, or the transaction end of a later exit
+	 * callback (temporary relations are dropped in one) would take the locks
+	 * back.
 	 */
 	generator = nullptr;
 	retired_count = 0;
 	update_readiness();
+	unlock_workers_except(nullptr, 0);
 }
 
 namespace detail {

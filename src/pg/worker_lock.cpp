@@ -16,6 +16,34 @@ namespace {
 constexpr uint16 advisory_key_kind = 3;
 constexpr LOCKMODE worker_lock_mode = ExclusiveLock;
 
+/* Workers locked by this backend.  A registration locks one at a time. */
+struct LockedWorker
+{
+	Oid registry_relid;
+	int64_t worker;
+};
+constexpr int max_locked_workers = 64;
+LockedWorker locked[max_locked_workers];
+int locked_count = 0;
+
+void
+remember(Oid registry_relid, int64_t worker)
+{
+	Assert(locked_count < max_locked_workers);
+	locked[locked_count++] = LockedWorker{registry_relid, worker};
+}
+
+void
+forget(Oid registry_relid, int64_t worker)
+{
+	for (int i = 0; i < locked_count; i++)
+		if (locked[i].registry_relid == registry_relid && locked[i].worker == worker)
+		{
+			locked[i] = locked[--locked_count];
+			return;
+		}
+}
+
 LOCKTAG
 object_tag(Oid registry_relid, int64_t worker)
 {
@@ -65,6 +93,8 @@ try_lock_worker(Oid registry_relid, int64_t worker)
 	/* Held already means held by this backend: not a free worker. */
 	if (LockHeldByMe(&object, worker_lock_mode) || LockHeldByMe(&advisory, worker_lock_mode))
 		return false;
+	if (locked_count == max_locked_workers)
+		elog(ERROR, "this backend holds too many uidgen worker locks");
 	if (!try_take(object))
 		return false;
 	if (!try_take(advisory))
@@ -72,6 +102,7 @@ try_lock_worker(Oid registry_relid, int64_t worker)
 		LockRelease(&object, worker_lock_mode, true);
 		return false;
 	}
+	remember(registry_relid, worker);
 	return true;
 }
 
@@ -80,6 +111,21 @@ unlock_worker(Oid registry_relid, int64_t worker)
 {
 	release_if_held(object_tag(registry_relid, worker));
 	release_if_held(advisory_tag(registry_relid, worker));
+	forget(registry_relid, worker);
+}
+
+void
+unlock_workers_except(const int64_t *keep, int nkeep)
+{
+	for (int i = locked_count - 1; i >= 0; i--)
+	{
+		bool kept = false;
+
+		for (int k = 0; k < nkeep && !kept; k++)
+			kept = keep[k] == locked[i].worker;
+		if (!kept)
+			unlock_worker(locked[i].registry_relid, locked[i].worker);
+	}
 }
 
 bool

@@ -45,4 +45,13 @@ void unlock_worker(Oid registry_relid, int64_t worker);
  */
 bool relock_worker(Oid registry_relid, int64_t worker);
 
+/*
+ * Releases the locks of every worker locked through try_lock_worker() but
+ * not in keep[].  Nothing in PostgreSQL releases default-method session
+ * locks at a clean exit, so whatever is not released here would stay with
+ * this PGPROC for the next backend; this also gives back the worker of a
+ * registration that failed.
+ */
+void unlock_workers_except(const int64_t *keep, int nkeep);
+
 } // namespace uidgen::pg
