@@ -1,0 +1,21 @@
+-- DESIGN invariant 4: after a backend's first call, uid_next() touches no
+-- table (no SPI), takes no lock and writes nothing.
+SET client_min_messages = warning;
+SELECT uid_next() > 0 AS registered;	-- the first call registers, and commits its claim
+
+CREATE TEMP VIEW uidgen_table_activity AS
+SELECT coalesce(sum(seq_scan + coalesce(idx_scan, 0) + n_tup_ins + n_tup_upd + n_tup_del), 0) AS activity
+  FROM pg_stat_xact_user_tables WHERE schemaname = 'uidgen';
+CREATE TEMP VIEW my_lock_count AS
+SELECT count(*) AS locks FROM pg_locks WHERE pid = pg_backend_pid();
+
+BEGIN;
+-- Each query runs once before, so that its own catalog locks are already held.
+SELECT activity AS activity_before FROM uidgen_table_activity \gset
+SELECT locks AS locks_before FROM my_lock_count \gset
+SELECT count(uid_next()) AS ids FROM generate_series(1, 100000);
+SELECT count(*) AS ids FROM uid_next_batch(100000);
+SELECT locks = :locks_before AS no_new_locks FROM my_lock_count;
+SELECT activity = :activity_before AS no_table_access FROM uidgen_table_activity;
+SELECT pg_current_xact_id_if_assigned() IS NULL AS wrote_nothing;
+COMMIT;
