@@ -45,6 +45,10 @@ COMPILE.cxx.bc += $(PG_CXXFLAGS)
 # Makefile.global sets PROVE_FLAGS: add our shared Perl module after it.
 PROVE_FLAGS += -I ./test/perl
 
+# PGXS tracks no header dependencies; the project is small enough for every
+# object to depend on every header.
+$(OBJS): $(wildcard src/*/*.hpp)
+
 # ---- the project's own targets ------------------------------------------
 
 GTEST_CXXFLAGS = -std=c++17 -Wall -Wextra -O1 -g -Isrc

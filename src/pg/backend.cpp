@@ -145,13 +145,14 @@ register_worker()
 
 	/* uid_configure takes an ExclusiveLock: the layout cannot change under a registration. */
 	LockRelationOid(config_relid(), RowShareLock);
-	Layout layout = read_layout(true);
+	char *config_origin;
+	Layout layout = read_layout(true, &config_origin);
 	int64_t now_delta = layout.delta_at(backend_clock().now_ms());
 
 	if (now_delta > layout.max_delta())
 		throw_time_exhausted(layout);
 
-	RegistryOrigin origin = registry_origin();
+	RegistryOrigin origin = registry_origin(config_origin);
 	Claim claim = claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
 	write_claim(claim.worker, origin.identity);
 
@@ -277,6 +278,12 @@ release_at_exit()
 	begin_as_owner(&owner);
 	/* Never hang an exiting backend on a row lock. */
 	(void) set_config_option("lock_timeout", "1s", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+	/*
+	 * Nor on a WAL flush: if the server crashes before the release is
+	 * durable, the row stays active and is found leaked, which is safe.
+	 */
+	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
+							 false);
 	if (generator != nullptr)
 		write_release(generator->worker_id(), generator->last_delta());
 	for (int i = 0; i < retired_count; i++)

@@ -65,9 +65,9 @@ worker_node_relid()
 }
 
 Layout
-read_layout(bool latest)
+read_layout(bool latest, char **origin)
 {
-	uint64 rows = spi_run("SELECT time_bits, worker_bits, seq_bits, epoch, unit FROM uidgen.config", 0, nullptr,
+	uint64 rows = spi_run("SELECT time_bits, worker_bits, seq_bits, epoch, unit, origin FROM uidgen.config", 0, nullptr,
 						  nullptr, latest ? Visibility::Latest : Visibility::Transaction, SPI_OK_SELECT);
 
 	if (rows != 1)
@@ -78,6 +78,9 @@ read_layout(bool latest)
 
 	char *unit_name = spi_text(0, 4);
 	TimeUnit unit = parse_time_unit(unit_name);
+
+	if (origin != nullptr)
+		*origin = spi_text(0, 5);
 
 	pfree(unit_name);
 	return Layout(spi_int32(0, 0), spi_int32(0, 1), spi_int32(0, 2), timestamptz_to_unix_ms(spi_timestamptz(0, 3)),

@@ -25,9 +25,11 @@ const Layout &database_layout();
 
 /*
  * Reads the layout with the given visibility inside an open SPI connection
- * (no cache).  Latest visibility is what registration uses.
+ * (no cache).  Latest visibility is what registration uses; it also wants
+ * the registry's origin (uidgen.config.origin, palloc'd) when origin is not
+ * null.
  */
-Layout read_layout(bool latest);
+Layout read_layout(bool latest, char **origin = nullptr);
 
 /* Forgets cached OIDs and the layout; for uid_configure and invalidations. */
 void forget_catalog_cache();

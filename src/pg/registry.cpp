@@ -163,14 +163,11 @@ database_identity()
 }
 
 RegistryOrigin
-registry_origin()
+registry_origin(const char *config_origin)
 {
 	char *identity = database_identity();
 
-	spi_run("SELECT origin FROM uidgen.config", 0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
-	char *origin = spi_text(0, 0);
-
-	return RegistryOrigin{identity, strcmp(origin, identity) != 0};
+	return RegistryOrigin{identity, strcmp(config_origin, identity) != 0};
 }
 
 Claim

@@ -37,8 +37,8 @@ struct RegistryOrigin
 /* This database's identity: "system identifier/database OID", palloc'd. */
 char *database_identity();
 
-/* Reads uidgen.config.origin and compares it with this database. */
-RegistryOrigin registry_origin();
+/* Compares uidgen.config.origin with this database. */
+RegistryOrigin registry_origin(const char *config_origin);
 
 /*
  * Claims a worker id for this backend and takes its session locks: a
