@@ -27,11 +27,11 @@ EXTRA_CLEAN = build tmp_check
 REGRESS_PREP = build/regress build/isolation
 
 PG_CONFIG ?= pg_config
-PGXS := $(shell $(PG_CONFIG) --pgxs)
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
 # PostgreSQL's headers are not C++17-clean (e.g. "register"): include them as
 # system headers so that our warnings stay meaningful.
-override PG_CPPFLAGS += -Isrc -isystem $(shell $(PG_CONFIG) --includedir-server)
+override PG_CPPFLAGS += -Isrc -isystem $(shell $(PG_CONFIG) --includedir-server 2>/dev/null)
 override PG_CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-register -fno-strict-aliasing
 SHLIB_LINK += -lstdc++
 
@@ -65,7 +65,7 @@ unit: build/unit_tests
 LOAD_SOURCES = $(sort $(wildcard test/load/*.cpp))
 build/uidgen_load: $(LOAD_SOURCES) $(wildcard test/load/*.hpp)
 	@mkdir -p build
-	$(CXX) -std=c++17 -Wall -Wextra -O2 -g -I$(shell $(PG_CONFIG) --includedir) -o $@ $(LOAD_SOURCES) -lpq -lpthread
+	$(CXX) -std=c++17 -Wall -Wextra -O2 -g -I$(shell $(PG_CONFIG) --includedir 2>/dev/null) -o $@ $(LOAD_SOURCES) -lpq -lpthread
 
 build/regress build/isolation:
 	@mkdir -p $@
