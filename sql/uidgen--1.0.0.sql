@@ -169,9 +169,10 @@ COMMENT ON FUNCTION @extschema@.uid_max(timestamptz) IS 'The largest ID of the t
 
 -- Administration
 
+-- PARALLEL RESTRICTED: it reads the registry as of now, which a parallel worker cannot.
 CREATE FUNCTION @extschema@.uid_layout() RETURNS uidgen.layout_info
 AS 'MODULE_PATHNAME', 'uid_layout'
-LANGUAGE C STABLE STRICT PARALLEL SAFE;
+LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION @extschema@.uid_layout() IS 'The database''s layout and what follows from it';
 
 CREATE FUNCTION @extschema@.uid_configure(time_bits int DEFAULT 41, worker_bits int DEFAULT 13,
@@ -236,7 +237,8 @@ BEGIN
 	IF att.attidentity <> '' THEN
 		EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tbl, col);
 	END IF;
-	EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %I.uid_next()', tbl, col, '@extschema@');
+	-- @extschema@ is substituted already quoted.
+	EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.uid_next()', tbl, col, '@extschema@');
 END
 $$;
 COMMENT ON FUNCTION @extschema@.uid_convert_column(regclass, name)

@@ -18,6 +18,7 @@ enum class ErrorKind
 {
 	InvalidParameter,	/* 22023 invalid_parameter_value */
 	OutOfRange,			/* 22003 numeric_value_out_of_range */
+	TimeOutOfRange,		/* 22008 datetime_value_out_of_range */
 	LimitExceeded,		/* 54000 program_limit_exceeded */
 	NotInPrerequisiteState, /* 55000 object_not_in_prerequisite_state */
 };

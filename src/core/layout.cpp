@@ -172,10 +172,10 @@ Layout::delta_in_range(int64_t unix_ms) const
 	int64_t delta = delta_at(unix_ms);
 
 	if (delta < 0)
-		throw Error(ErrorKind::OutOfRange, "time " + format_utc(unix_ms) + " is before the layout's epoch",
+		throw Error(ErrorKind::TimeOutOfRange, "time " + format_utc(unix_ms) + " is before the layout's epoch",
 					"The epoch is " + format_utc(epoch_ms_) + ".");
 	if (delta > max_delta_)
-		throw Error(ErrorKind::OutOfRange,
+		throw Error(ErrorKind::TimeOutOfRange,
 					"time " + format_utc(unix_ms) + " is beyond the end of the layout",
 					"The layout's time field runs out at " + format_utc(*exhausted_at()) + ".");
 	return delta;

@@ -33,6 +33,7 @@ extern "C" {
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
 #include "utils/resowner.h"
@@ -51,6 +52,7 @@ static void uidgen_resource_release_callback(ResourceReleasePhase phase, bool is
 											 void *arg);
 static void uidgen_release_at_exit(int code, Datum arg);
 static void uidgen_unlock_at_exit(int code, Datum arg);
+static void uidgen_registry_relcache_callback(Datum arg, Oid relid);
 }
 
 namespace uidgen::pg {
@@ -91,6 +93,9 @@ RetiredWorker retired[max_retired_workers];
 int retired_count = 0;
 
 bool exit_callback_registered = false;
+
+/* A relcache invalidation of uidgen.worker_node: check it is still ours. */
+bool registry_may_have_changed = false;
 
 void
 update_readiness()
@@ -173,6 +178,45 @@ register_worker()
 	}
 }
 
+/* Forgets every worker, and releases their locks: their registry was dropped. */
+void
+forget_registry()
+{
+	unlock_workers_except(nullptr, 0);
+	generator = nullptr;
+	generator_storage.reset();
+	retired_count = 0;
+	locks_lost = false;
+	claim_durable = false;
+	claim_written_in = InvalidSubTransactionId;
+}
+
+/*
+ * Both locks were free for a moment, so another backend may have found the
+ * worker leaked, or even used it: write the claim again, and go on above
+ * whatever the row says was issued.
+ */
+void
+resume_after_lost_locks()
+{
+	OwnerContext owner;
+	int64_t row_last_time;
+
+	SPI_connect();
+	begin_as_owner(&owner);
+	row_last_time = worker_last_time(generator->worker_id());
+	end_as_owner(&owner);
+	SPI_finish();
+
+	if (row_last_time > generator->last_delta())
+	{
+		generator_storage.emplace(generator->layout(), generator->worker_id(), row_last_time);
+		generator = &*generator_storage;
+	}
+	locks_lost = false;
+	claim_durable = false;
+}
+
 /* Releases the locks of workers this backend took but does not hold as its own or retired. */
 void
 unlock_workers_except_held()
@@ -207,10 +251,10 @@ xact_callback(XactEvent event)
 			if (generator != nullptr && !claim_durable && claim_written_in != InvalidSubTransactionId)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that registered a uidgen worker"),
-						 errdetail("The claim of worker " INT64_FORMAT " is not committed yet; a prepared "
-								   "transaction would hold it undecided while this session goes on.",
-								   generator->worker_id()),
+						 errmsg("cannot PREPARE a transaction that registered a uidgen worker"),
+						 errdetail("The claim of worker %lld is not committed yet; a prepared transaction "
+								   "would hold it undecided while this session goes on.",
+								   static_cast<long long>(generator->worker_id())),
 						 errhint("Commit one transaction that calls uid_next() in this session before using "
 								 "two-phase commit.")));
 			break;
@@ -223,6 +267,15 @@ xact_callback(XactEvent event)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			/*
+			 * The abort is about to release the object lock; take back the
+			 * advisory lock first (pg_advisory_unlock_all() in this
+			 * transaction), so that the worker is never free of both.
+			 */
+			check_locks();
+			claim_written_in = InvalidSubTransactionId;
+			update_readiness();
+			break;
 		case XACT_EVENT_PREPARE:
 			claim_written_in = InvalidSubTransactionId;
 			update_readiness();
@@ -245,13 +298,12 @@ subxact_callback(SubXactEvent event, SubTransactionId subid, SubTransactionId pa
 }
 
 void
-resource_release_callback(ResourceReleasePhase phase, bool is_commit, bool is_top_level)
+resource_release_callback(ResourceReleasePhase phase, bool is_top_level)
 {
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !is_top_level)
 		return;
-	/* A registration that failed gives its worker back. */
-	if (!is_commit)
-		unlock_workers_except_held();
+	/* A registration that failed (in a subtransaction, say) gives its worker back. */
+	unlock_workers_except_held();
 	check_locks();
 }
 
@@ -272,22 +324,33 @@ release_at_exit()
 		CommitTransactionCommand();
 		return;
 	}
+	/*
+	 * An exiting backend holds interrupts off, so lock_timeout cannot end a
+	 * wait: take nothing that could wait.  A worker left unreleased is found
+	 * leaked later, which is safe.
+	 */
+	(void) set_config_option("transaction_isolation", "read committed", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	(void) set_config_option("transaction_read_only", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true,
+							 0, false);
+	/* Nor wait for a WAL flush: a release lost in a crash leaves the row active, found leaked. */
+	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
+							 false);
+	if (!ConditionalLockRelationOid(registry_relid, RowExclusiveLock))
+	{
+		CommitTransactionCommand();
+		return;
+	}
 	PushActiveSnapshot(GetTransactionSnapshot());
 	SPI_connect();
 	OwnerContext owner;
 	begin_as_owner(&owner);
-	/* Never hang an exiting backend on a row lock. */
-	(void) set_config_option("lock_timeout", "1s", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-	/*
-	 * Nor on a WAL flush: if the server crashes before the release is
-	 * durable, the row stays active and is found leaked, which is safe.
-	 */
-	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
-							 false);
-	if (generator != nullptr)
-		write_release(generator->worker_id(), generator->last_delta());
+	char *identity = database_identity();
+	if (generator != nullptr && lock_row_nowait(generator->worker_id()))
+		write_release(generator->worker_id(), identity, generator->last_delta());
 	for (int i = 0; i < retired_count; i++)
-		write_release(retired[i].worker, retired[i].last_delta);
+		if (lock_row_nowait(retired[i].worker))
+			write_release(retired[i].worker, identity, retired[i].last_delta);
 	end_as_owner(&owner);
 	SPI_finish();
 	PopActiveSnapshot();
@@ -324,10 +387,17 @@ prepare_to_issue()
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot execute uid_next() in a read-only transaction")));
 
+	if (generator != nullptr && registry_may_have_changed)
+	{
+		registry_may_have_changed = false;
+		/* DROP and CREATE EXTENSION: the worker belonged to a registry that is gone. */
+		if (worker_node_relid() != registry_relid)
+			forget_registry();
+	}
 	if (generator != nullptr && locks_lost)
 	{
 		if (relock_worker(registry_relid, generator->worker_id()))
-			locks_lost = false;
+			resume_after_lost_locks();
 		else
 			retire_current_worker();
 	}
@@ -369,20 +439,20 @@ current_worker(int64_t *worker)
 	return true;
 }
 
-bool
-holds_worker(int64_t worker)
+void
+registry_relcache_callback(Oid relid)
 {
-	if (generator != nullptr && generator->worker_id() == worker)
-		return true;
-	for (int i = 0; i < retired_count; i++)
-		if (retired[i].worker == worker)
-			return true;
-	return false;
+	if (relid == InvalidOid || relid == registry_relid)
+	{
+		registry_may_have_changed = true;
+		detail::ready_to_issue = false;
+	}
 }
 
 void
 register_backend_callbacks()
 {
+	CacheRegisterRelcacheCallback(uidgen_registry_relcache_callback, 0);
 	RegisterXactCallback(uidgen_xact_callback, nullptr);
 	RegisterSubXactCallback(uidgen_subxact_callback, nullptr);
 	RegisterResourceReleaseCallback(uidgen_resource_release_callback, nullptr);
@@ -408,9 +478,9 @@ uidgen_subxact_callback(SubXactEvent event, SubTransactionId subid, SubTransacti
 }
 
 static void
-uidgen_resource_release_callback(ResourceReleasePhase phase, bool is_commit, bool is_top_level, void *)
+uidgen_resource_release_callback(ResourceReleasePhase phase, bool, bool is_top_level, void *)
 {
-	uidgen::pg::resource_release_callback(phase, is_commit, is_top_level);
+	uidgen::pg::resource_release_callback(phase, is_top_level);
 }
 
 static void
@@ -423,4 +493,10 @@ static void
 uidgen_unlock_at_exit(int, Datum)
 {
 	uidgen::pg::unlock_at_exit();
+}
+
+static void
+uidgen_registry_relcache_callback(Datum, Oid relid)
+{
+	uidgen::pg::registry_relcache_callback(relid);
 }

@@ -37,9 +37,6 @@ bool last_issued_uid(int64_t *uid);
 /* This backend's worker id; false before its first ID. */
 bool current_worker(int64_t *worker);
 
-/* Worker ids that this backend holds (its own and lost ones), for skipping. */
-bool holds_worker(int64_t worker);
-
 void register_backend_callbacks();
 
 } // namespace uidgen::pg

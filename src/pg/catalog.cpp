@@ -9,11 +9,17 @@
 
 extern "C" {
 #include "catalog/namespace.h"
+#include "access/xact.h"
+#include "storage/lmgr.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 }
 
 #include <optional>
+
+extern "C" {
+static void uidgen_catalog_relcache_callback(Datum arg, Oid relid);
+}
 
 namespace uidgen::pg {
 
@@ -38,7 +44,7 @@ lookup_relid(const char *relname)
 }
 
 void
-relcache_callback(Datum, Oid relid)
+forget_cached(Oid relid)
 {
 	if (relid == InvalidOid || relid == cached_config_relid)
 		cached_layout.reset();
@@ -68,12 +74,13 @@ Layout
 read_layout(bool latest, char **origin)
 {
 	uint64 rows = spi_run("SELECT time_bits, worker_bits, seq_bits, epoch, unit, origin FROM uidgen.config", 0, nullptr,
-						  nullptr, latest ? Visibility::Latest : Visibility::Transaction, SPI_OK_SELECT);
+						  nullptr, latest ? Visibility::Latest : Visibility::ReadOnly, SPI_OK_SELECT);
 
 	if (rows != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("uidgen.config must have exactly one row, but it has " UINT64_FORMAT, rows),
+				 errmsg("uidgen.config must have exactly one row, but it has %llu",
+						static_cast<unsigned long long>(rows)),
 				 errhint("Restore the row with uid_configure().")));
 
 	char *unit_name = spi_text(0, 4);
@@ -92,10 +99,19 @@ database_layout()
 {
 	if (!cached_layout)
 	{
-		(void) config_relid();	/* so that the relcache callback knows the table */
+		Oid relid = config_relid();	/* so that the relcache callback knows the table */
+
+		/*
+		 * Read what has committed, under the lock uid_configure conflicts
+		 * with, so that a REPEATABLE READ snapshot from before a change
+		 * cannot leave the old layout cached for the session.  A parallel
+		 * worker cannot take a new snapshot; its leader's is recent enough.
+		 */
+		if (!IsInParallelMode())
+			LockRelationOid(relid, RowShareLock);
 		SPI_connect();
 		int nest_level = begin_pinned_search_path();
-		Layout layout = read_layout(false);
+		Layout layout = read_layout(!IsInParallelMode());
 		end_pinned_search_path(nest_level);
 		SPI_finish();
 		cached_layout = layout;
@@ -106,13 +122,19 @@ database_layout()
 void
 forget_catalog_cache()
 {
-	relcache_callback(0, InvalidOid);
+	forget_cached(InvalidOid);
 }
 
 void
 register_catalog_callbacks()
 {
-	CacheRegisterRelcacheCallback(relcache_callback, 0);
+	CacheRegisterRelcacheCallback(uidgen_catalog_relcache_callback, 0);
 }
 
 } // namespace uidgen::pg
+
+static void
+uidgen_catalog_relcache_callback(Datum, Oid relid)
+{
+	uidgen::pg::forget_cached(relid);
+}

@@ -23,6 +23,7 @@ extern "C" {
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 using namespace uidgen;
 using namespace uidgen::pg;
@@ -95,7 +96,8 @@ interval_ms(const Interval *interval)
 /* uid_layout() returns uidgen.layout_info: the database's layout and what follows from it. */
 UIDGEN_FUNCTION(uid_layout)
 {
-	const Layout &layout = database_layout();
+	/* A copy: the SPI below may process an invalidation that resets the cache. */
+	Layout layout = database_layout();
 
 	SPI_connect();
 	int nest_level = begin_pinned_search_path();
@@ -135,8 +137,13 @@ UIDGEN_FUNCTION(uid_configure)
 
 	if (layout != current)
 	{
-		/* A copy in palloc'd memory: no std::string may be alive when ereport jumps. */
-		char *current_text = pstrdup(current.describe().c_str());
+		/* A plain buffer: no std::string may be alive when ereport jumps. */
+		char current_text[256];
+		{
+			std::string description = current.describe();
+
+			strlcpy(current_text, description.c_str(), sizeof(current_text));
+		}
 
 		if (layout_is_in_use())
 			ereport(ERROR,

@@ -30,7 +30,7 @@ timestamp_of_delta(const Layout &layout, int64_t delta)
 	if (!unix_ms || !unix_ms_fits_timestamptz(*unix_ms))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("timestamp of time delta " INT64_FORMAT " is out of range", delta)));
+				 errmsg("timestamp of time delta %lld is out of range", static_cast<long long>(delta))));
 	return unix_ms_to_timestamptz(*unix_ms);
 }
 

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 
 extern "C" {
+#include "mb/pg_wchar.h"
 #include "utils/elog.h"
 #include "utils/memutils.h"
 }
@@ -49,6 +50,8 @@ sqlstate_of(ErrorKind kind)
 			return ERRCODE_INVALID_PARAMETER_VALUE;
 		case ErrorKind::OutOfRange:
 			return ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
+		case ErrorKind::TimeOutOfRange:
+			return ERRCODE_DATETIME_VALUE_OUT_OF_RANGE;
 		case ErrorKind::LimitExceeded:
 			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
 		case ErrorKind::NotInPrerequisiteState:
@@ -112,6 +115,9 @@ raise_saved_error()
 		saved.pg_error = nullptr;
 		ReThrowError(edata);
 	}
+	/* Truncation may have cut a multibyte character of echoed input. */
+	for (char *text : {saved.message, saved.detail, saved.hint})
+		text[pg_mbcliplen(text, strlen(text), sizeof(saved.message) - 1)] = '\0';
 	ereport(ERROR,
 			(errcode(saved.sqlerrcode),
 			 errmsg_internal("%s", saved.message),

@@ -4,6 +4,8 @@
  */
 #include "pg/registry.hpp"
 
+#include "core/generator.hpp"
+
 #include "pg/spi.hpp"
 #include "pg/worker_lock.hpp"
 
@@ -81,10 +83,17 @@ worker_row_exists(int64_t worker)
 	return worker_row_matches(worker, "true", 0);
 }
 
-bool
-is_released_before(int64_t worker, int64_t delta)
+/* The last_time of worker if it is released and reusable before delta, else -2. */
+int64_t
+reusable_last_time(int64_t worker, int64_t delta)
 {
-	return worker_row_matches(worker, "status = 'released' AND last_time < $2", delta);
+	Oid types[2] = {INT8OID, INT8OID};
+	Datum values[2] = {Int64GetDatum(worker), Int64GetDatum(delta)};
+
+	if (spi_run("SELECT last_time FROM uidgen.worker_node WHERE id = $1 AND status = 'released' AND last_time < $2",
+				2, types, values, Visibility::Latest, SPI_OK_SELECT) != 1)
+		return -2;
+	return spi_int64(0, 0);
 }
 
 bool
@@ -111,22 +120,23 @@ claim_released_worker(const Layout &layout, const char *identity, Oid registry_r
 	Oid types[3] = {INT8OID, INT8OID, TEXTOID};
 	Datum values[3] = {Int64GetDatum(now_delta), Int64GetDatum(worker_limit(layout)),
 					   CStringGetTextDatum(identity)};
-	uint64 rows = spi_run("SELECT id, last_time FROM uidgen.worker_node "
+	uint64 rows = spi_run("SELECT id FROM uidgen.worker_node "
 						  "WHERE status = 'released' AND last_time < $1 AND id <= $2 AND origin = $3 "
 						  "ORDER BY last_time, id LIMIT " CppAsString2(64),
 						  3, types, values, Visibility::Latest, SPI_OK_SELECT);
 	static_assert(reuse_candidates == 64, "keep the LIMIT above in step");
 	int64_t *ids = copy_int64_column(rows, 0);
-	int64_t *last_times = copy_int64_column(rows, 1);
 
 	for (uint64 i = 0; i < rows; i++)
 	{
 		if (!try_lock_worker(registry_relid, ids[i]))
 			continue;
-		if (is_released_before(ids[i], now_delta))
+		/* Read again under the lock: it may have been claimed and released meanwhile. */
+		int64_t last_time = reusable_last_time(ids[i], now_delta);
+		if (last_time >= -1)
 		{
 			claim->worker = ids[i];
-			claim->floor_delta = last_times[i];
+			claim->floor_delta = last_time;
 			return true;
 		}
 		unlock_worker(registry_relid, ids[i]);
@@ -135,23 +145,55 @@ claim_released_worker(const Layout &layout, const char *identity, Oid registry_r
 }
 
 [[noreturn]] void
-report_no_worker_left(const Layout &layout)
+report_no_worker_left(const Layout &layout, const char *identity)
 {
+	Oid types[1] = {TEXTOID};
+	Datum values[1] = {CStringGetTextDatum(identity)};
+
 	spi_run("SELECT count(*) FILTER (WHERE status = 'active'), count(*) FILTER (WHERE status = 'released') "
-			"FROM uidgen.worker_node",
-			0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
-	int64_t active = spi_int64(0, 0);
-	int64_t released = spi_int64(0, 1);
+			"FROM uidgen.worker_node WHERE origin = $1",
+			1, types, values, Visibility::Latest, SPI_OK_SELECT);
+	long long active = spi_int64(0, 0);
+	long long released = spi_int64(0, 1);
 
 	ereport(ERROR,
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("no uidgen worker id is left"),
-			 errdetail("The layout's %d worker bits allow worker ids 1 to " INT64_FORMAT "; " INT64_FORMAT
-					   " are active and " INT64_FORMAT " released ones are not reusable yet.",
-					   layout.worker_bits(), worker_limit(layout), active, released),
+			 errdetail("The layout's %d worker bits allow worker ids 1 to %lld; %lld are active and %lld "
+					   "released ones are not reusable yet.",
+					   layout.worker_bits(), static_cast<long long>(worker_limit(layout)), active, released),
 			 errhint("Release the workers of backends that died with uid_reclaim_workers(), wait for released "
 					 "workers to become reusable, or use a layout with more worker bits.")));
 	pg_unreachable();
+}
+
+} // namespace
+
+namespace {
+
+/*
+ * A copy takes fresh ids from the top of the range down, above every id the
+ * original had handed out when the copy was made (the copy never advances
+ * its inherited sequence, so its value marks that point).
+ */
+Claim
+claim_copy_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid)
+{
+	Oid types[1] = {TEXTOID};
+	Datum values[1] = {CStringGetTextDatum(origin.identity)};
+
+	spi_run("SELECT (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM uidgen.worker_node_id_seq), "
+			"       (SELECT min(id) FROM uidgen.worker_node WHERE origin = $1)",
+			1, types, values, Visibility::Latest, SPI_OK_SELECT);
+	int64_t inherited = spi_int64(0, 0);
+	int64_t candidate = spi_is_null(0, 1) ? worker_limit(layout) : spi_int64(0, 1) - 1;
+
+	for (; candidate > inherited; candidate--)
+	{
+		if (!worker_row_exists(candidate) && try_lock_worker(registry_relid, candidate))
+			return Claim{candidate, Generator::no_floor};
+	}
+	report_no_worker_left(layout, origin.identity);
 }
 
 } // namespace
@@ -186,22 +228,24 @@ claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_re
 			return claim;
 	}
 
+	if (origin.is_copy)
+		return claim_copy_worker(layout, origin, registry_relid);
+
 	/*
-	 * Nobody else gets a fresh id from the identity, so its locks are free
-	 * unless someone took them by hand (or reset the sequence): skip a few
-	 * such ids, but do not spin on a broken registry.
+	 * Nobody else gets a fresh id from the identity, so it has no row and its
+	 * locks are free, unless someone set the sequence back or took the locks
+	 * by hand: skip a few such ids, but do not spin on a broken registry.
 	 */
 	for (int attempt = 0; attempt < 100; attempt++)
 	{
 		spi_run("SELECT nextval('uidgen.worker_node_id_seq')", 0, nullptr, nullptr, Visibility::Transaction,
 				SPI_OK_SELECT);
-		int64_t count = spi_int64(0, 0);
-		int64_t fresh = origin.is_copy ? worker_limit(layout) + 1 - count : count;
+		int64_t fresh = spi_int64(0, 0);
 
-		if (fresh > worker_limit(layout) || fresh < 1 || (origin.is_copy && worker_row_exists(fresh)))
-			report_no_worker_left(layout);
-		if (try_lock_worker(registry_relid, fresh))
-			return Claim{fresh, -1};
+		if (fresh > worker_limit(layout))
+			report_no_worker_left(layout, origin.identity);
+		if (fresh >= 1 && !worker_row_exists(fresh) && try_lock_worker(registry_relid, fresh))
+			return Claim{fresh, Generator::no_floor};
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -210,43 +254,112 @@ claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_re
 	pg_unreachable();
 }
 
+namespace {
+
+/* The row's columns for an upsert of worker by this backend: $1 .. $8. */
+constexpr int row_nargs = 8;
+
+void
+row_values(int64_t worker, const char *identity, Oid *types, Datum *values)
+{
+	const char *application = application_name ? application_name : "";
+	Oid row_types[row_nargs] = {INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID};
+
+	memcpy(types, row_types, sizeof(row_types));
+	values[0] = Int64GetDatum(worker);
+	values[1] = CStringGetTextDatum(server_host_name());
+	values[2] = CStringGetTextDatum(psprintf("%d", PostPortNumber));
+	values[3] = Int32GetDatum(server_worker_type());
+	values[4] = TimestampTzGetDatum(MyStartTimestamp);
+	values[5] = CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false));
+	values[6] = CStringGetTextDatum(application);
+	values[7] = CStringGetTextDatum(identity);
+}
+
+#define ROW_INSERT \
+	"INSERT INTO uidgen.worker_node AS w (id, host_name, port, type, launch_date, modified, created, " \
+	"    pid, backend_start, role, application_name, origin, status, last_time, released_at) " \
+	"VALUES ($1, $2, $3, $4, current_date, now(), now(), pg_backend_pid(), $5, $6, $7, $8, "
+#define ROW_HOLDER_UPDATE \
+	"ON CONFLICT (id) DO UPDATE SET host_name = excluded.host_name, port = excluded.port, " \
+	"    type = excluded.type, launch_date = excluded.launch_date, modified = excluded.modified, " \
+	"    pid = excluded.pid, backend_start = excluded.backend_start, role = excluded.role, " \
+	"    application_name = excluded.application_name, origin = excluded.origin, "
+
+} // namespace
+
 void
 write_claim(int64_t worker, const char *identity)
 {
-	const char *application = application_name ? application_name : "";
-	Oid types[8] = {INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum values[8] = {
-		Int64GetDatum(worker),
-		CStringGetTextDatum(server_host_name()),
-		CStringGetTextDatum(psprintf("%d", PostPortNumber)),
-		Int32GetDatum(server_worker_type()),
-		TimestampTzGetDatum(MyStartTimestamp),
-		CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false)),
-		CStringGetTextDatum(application),
-		CStringGetTextDatum(identity),
-	};
+	Oid types[row_nargs];
+	Datum values[row_nargs];
 
-	spi_run("INSERT INTO uidgen.worker_node AS w (id, host_name, port, type, launch_date, modified, created, "
-			"    pid, backend_start, role, application_name, status, origin) "
-			"VALUES ($1, $2, $3, $4, current_date, now(), now(), pg_backend_pid(), $5, $6, $7, 'active', $8) "
-			"ON CONFLICT (id) DO UPDATE SET host_name = excluded.host_name, port = excluded.port, "
-			"    type = excluded.type, launch_date = excluded.launch_date, modified = excluded.modified, "
-			"    pid = excluded.pid, backend_start = excluded.backend_start, role = excluded.role, "
-			"    application_name = excluded.application_name, status = 'active', released_at = NULL, "
-			"    origin = excluded.origin",
-			8, types, values, Visibility::Transaction, SPI_OK_INSERT);
+	row_values(worker, identity, types, values);
+	/*
+	 * The session locks already keep every other claimant away from the row:
+	 * write it as of now, so that a REPEATABLE READ transaction does not fail
+	 * on a row another backend released after its snapshot.
+	 */
+	spi_run(ROW_INSERT "'active', NULL, NULL) " ROW_HOLDER_UPDATE "status = 'active', released_at = NULL",
+			row_nargs, types, values, Visibility::Latest, SPI_OK_INSERT);
 }
 
 void
-write_release(int64_t worker, int64_t last_delta)
+write_release(int64_t worker, const char *identity, int64_t last_delta)
+{
+	Oid types[row_nargs + 1];
+	Datum values[row_nargs + 1];
+
+	row_values(worker, identity, types, values);
+	types[row_nargs] = INT8OID;
+	values[row_nargs] = Int64GetDatum(last_delta);
+	/* An upsert: a claim that never committed left no row, but its IDs were issued. */
+	spi_run(ROW_INSERT "'released', $9, now()) " ROW_HOLDER_UPDATE
+			"status = 'released', last_time = greatest(w.last_time, excluded.last_time), released_at = now()",
+			row_nargs + 1, types, values, Visibility::Latest, SPI_OK_INSERT);
+}
+
+void
+write_leaked_release(int64_t worker, int64_t until_delta)
 {
 	Oid types[2] = {INT8OID, INT8OID};
-	Datum values[2] = {Int64GetDatum(worker), Int64GetDatum(last_delta)};
+	Datum values[2] = {Int64GetDatum(worker), Int64GetDatum(until_delta)};
 
+	/*
+	 * The dead holder issued nothing later than its death plus the borrow
+	 * bound, as the wall clock measures it now; should the clock have been
+	 * set back since, the latest time any worker of the registry reached is
+	 * a better floor.
+	 */
 	spi_run("UPDATE uidgen.worker_node SET status = 'released', "
-			"    last_time = greatest(last_time, $2), released_at = now(), modified = now() "
+			"    last_time = greatest(last_time, $2, (SELECT max(last_time) FROM uidgen.worker_node)), "
+			"    released_at = now(), modified = now() "
 			"WHERE id = $1",
-			2, types, values, Visibility::Transaction, SPI_OK_UPDATE);
+			2, types, values, Visibility::Latest, SPI_OK_UPDATE);
+}
+
+bool
+lock_row_nowait(int64_t worker)
+{
+	Oid types[1] = {INT8OID};
+	Datum values[1] = {Int64GetDatum(worker)};
+
+	if (spi_run("SELECT id FROM uidgen.worker_node WHERE id = $1 FOR UPDATE SKIP LOCKED", 1, types, values,
+				Visibility::Transaction, SPI_OK_SELECT) == 1)
+		return true;
+	return !worker_row_exists(worker);
+}
+
+int64_t
+worker_last_time(int64_t worker)
+{
+	Oid types[1] = {INT8OID};
+	Datum values[1] = {Int64GetDatum(worker)};
+
+	if (spi_run("SELECT coalesce(last_time, -1) FROM uidgen.worker_node WHERE id = $1", 1, types, values,
+				Visibility::Latest, SPI_OK_SELECT) != 1)
+		return -1;
+	return spi_int64(0, 0);
 }
 
 int
@@ -266,7 +379,7 @@ release_dead_workers(Oid registry_relid, const char *identity, int64_t until_del
 		/* Locked by us now, so its holder is gone; unless it changed, release it. */
 		if (is_active(ids[i]))
 		{
-			write_release(ids[i], until_delta);
+			write_leaked_release(ids[i], until_delta);
 			released++;
 		}
 		unlock_worker(registry_relid, ids[i]);

@@ -57,11 +57,27 @@ RegistryOrigin registry_origin(const char *config_origin);
 Claim claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid, int64_t now_delta,
 				   int64_t borrow_units, bool reuse);
 
-/* Marks worker active and held by this backend (an upsert: a fresh row may have rolled back). */
+/*
+ * Marks worker active and held by this backend (an upsert: a fresh row may
+ * have rolled back).  Written as of now rather than of the transaction's
+ * snapshot; the session locks keep other writers away.
+ */
 void write_claim(int64_t worker, const char *identity);
 
-/* Marks worker released, with last_time at least last_delta. */
-void write_release(int64_t worker, int64_t last_delta);
+/*
+ * Marks worker released by this backend, with last_time at least
+ * last_delta; inserts the row if the claim never committed.
+ */
+void write_release(int64_t worker, const char *identity, int64_t last_delta);
+
+/*
+ * Locks worker's row if it can be done at once; true also when there is no
+ * row.  For the exit release, which must never wait.
+ */
+bool lock_row_nowait(int64_t worker);
+
+/* The row's last_time, or -1 when it has none (or no row). */
+int64_t worker_last_time(int64_t worker);
 
 /*
  * Releases this database's active workers whose holders are gone, with

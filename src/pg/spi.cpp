@@ -36,7 +36,7 @@ spi_run(const char *sql, int nargs, const Oid *types, const Datum *values, Visib
 	}
 	else
 		rc = SPI_execute_with_args(sql, nargs, const_cast<Oid *>(types), const_cast<Datum *>(values), nullptr,
-								   false, 0);
+								   visibility == Visibility::ReadOnly, 0);
 
 	if (rc != expected)
 		elog(ERROR, "unexpected SPI result %s for \"%s\"", SPI_result_code_string(rc), sql);

@@ -21,6 +21,7 @@ enum class Visibility
 {
 	Transaction,	/* the calling transaction's snapshot */
 	Latest,			/* what has committed by now, whatever the isolation level */
+	ReadOnly,		/* the transaction's snapshot, read-only: safe in parallel mode */
 };
 
 /*

@@ -62,16 +62,21 @@ advisory_tag(Oid registry_relid, int64_t worker)
 	return tag;
 }
 
+/*
+ * Without waiting.  A full shared lock table is an error for a claimant
+ * (not a worker that looks busy), but not while a transaction aborts.
+ */
 bool
-try_take(const LOCKTAG &tag)
+try_take(const LOCKTAG &tag, bool report_memory_error)
 {
-	return LockAcquireExtended(&tag, worker_lock_mode, true, true, false, nullptr) != LOCKACQUIRE_NOT_AVAIL;
+	return LockAcquireExtended(&tag, worker_lock_mode, true, true, report_memory_error, nullptr) !=
+		   LOCKACQUIRE_NOT_AVAIL;
 }
 
 bool
 take_if_lost(const LOCKTAG &tag)
 {
-	return LockHeldByMe(&tag, worker_lock_mode) || try_take(tag);
+	return LockHeldByMe(&tag, worker_lock_mode) || try_take(tag, false);
 }
 
 void
@@ -94,10 +99,12 @@ try_lock_worker(Oid registry_relid, int64_t worker)
 	if (LockHeldByMe(&object, worker_lock_mode) || LockHeldByMe(&advisory, worker_lock_mode))
 		return false;
 	if (locked_count == max_locked_workers)
-		elog(ERROR, "this backend holds too many uidgen worker locks");
-	if (!try_take(object))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("this session holds too many uidgen worker locks")));
+	if (!try_take(object, true))
 		return false;
-	if (!try_take(advisory))
+	if (!try_take(advisory, true))
 	{
 		LockRelease(&object, worker_lock_mode, true);
 		return false;

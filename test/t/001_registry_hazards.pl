@@ -106,5 +106,86 @@ is($node->safe_psql('postgres', q{
 		AND pid NOT IN (SELECT pid FROM pg_stat_activity)}), '0', 'all released');
 }
 
+
+# A claim that never committed: the exit release still records the worker,
+# so that its id is reused only after what it issued.
+{
+	my $s = $node->background_psql('postgres');
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	$s->query_safe('BEGIN');
+	$s->query_safe('SELECT count(*) FROM uid_next_batch(1000)');
+	my $worker = $s->query_safe('SELECT uid_current_worker()');
+	my $last_delta = $s->query_safe("SELECT uid_lastval() >> (worker_bits + seq_bits) FROM uid_layout()");
+	$s->query_safe('ROLLBACK');
+	$s->quit;
+	$node->poll_query_until('postgres', "SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)");
+	is($node->safe_psql('postgres', "SELECT status, last_time >= $last_delta FROM uidgen.worker_node WHERE id = $worker"),
+		'released|t', 'a rolled-back claim is released at exit with its last time unit');
+}
+
+# A session whose transactions default to read-only still releases at exit.
+{
+	my $s = $node->background_psql('postgres');
+	$s->query_safe('SELECT uid_next()');
+	my $worker = $s->query_safe('SELECT uid_current_worker()');
+	$s->query_safe('SET default_transaction_read_only = on');
+	$s->quit;
+	$node->poll_query_until('postgres', "SELECT status = 'released' FROM uidgen.worker_node WHERE id = $worker")
+	  or diag('not released');
+	is($node->safe_psql('postgres', "SELECT status FROM uidgen.worker_node WHERE id = $worker"), 'released',
+		'released at exit despite default_transaction_read_only');
+}
+
+# An exiting backend never waits for a lock on the registry: with the table
+# locked, it leaves its worker to be found leaked instead.
+{
+	my $locker = $node->background_psql('postgres');
+	my $s = $node->background_psql('postgres');
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	$s->query_safe('SELECT uid_next()');
+	$locker->query_safe('BEGIN; LOCK TABLE uidgen.worker_node IN ACCESS EXCLUSIVE MODE');
+	$s->quit;
+	my $gone = $node->poll_query_until('postgres',
+		"SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)");
+	ok($gone, 'a backend exits at once while the registry is locked');
+	$locker->query_safe('COMMIT');
+	$locker->quit;
+}
+
+# Registration in a REPEATABLE READ transaction whose snapshot predates
+# other sessions' releases.
+{
+	my $rr = $node->background_psql('postgres', on_error_stop => 0);
+	$rr->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+	$rr->query_safe('SELECT count(*) FROM uidgen.worker_node');
+	$node->pgbench('--no-vacuum --connect --client=2 --transactions=5', 0, [qr{processed: 10/10}], [],
+		'other sessions come and go', { 'churn' => 'SELECT uid_next();' });
+	my ($out, $ret) = $rr->query('SELECT uid_next() > 0');
+	is($out, 't', 'registration works in a REPEATABLE READ transaction');
+	is($rr->{stderr}, '', 'without a serialization failure');
+	$rr->query_safe('COMMIT');
+	$rr->quit;
+}
+
+# DROP and CREATE EXTENSION under a live session: its worker belonged to the
+# old registry, so it registers again instead of sharing an id.
+{
+	$node->safe_psql('postgres', 'CREATE DATABASE recreated');
+	$node->safe_psql('recreated', 'CREATE EXTENSION uidgen');
+	my $old = $node->background_psql('recreated');
+	$old->query_safe('SELECT uid_next()');
+	$node->safe_psql('recreated', 'DROP EXTENSION uidgen; CREATE EXTENSION uidgen');
+	my $new = $node->background_psql('recreated');
+	$new->query_safe('SELECT uid_next()');
+	my $new_worker = $new->query_safe('SELECT uid_current_worker()');
+	$old->query_safe('SELECT uid_next()');
+	my $old_worker = $old->query_safe('SELECT uid_current_worker()');
+	isnt($old_worker, $new_worker, "after DROP/CREATE EXTENSION the old session took worker $old_worker, not $new_worker");
+	is($node->safe_psql('recreated', q{SELECT count(*) FROM uidgen.worker_node WHERE status = 'active'}), '2',
+		'both hold their own row in the new registry');
+	$old->quit;
+	$new->quit;
+}
+
 $node->stop;
 done_testing();

@@ -55,5 +55,17 @@ is($overlap, 0, 'no ID of the copy is an ID of the source');
 is($node->safe_psql('dst', q{SELECT min(uid_worker_id(id)) > 4000 FROM t WHERE db = 'dst after'}), 't',
 	'the copy took its workers from the top of the range');
 
+
+# A template copy of a database that used half its worker ids still has the
+# other half: it counts down from the top to just above what it inherited.
+$node->safe_psql('postgres', 'CREATE DATABASE small');
+$node->safe_psql('small', 'CREATE EXTENSION uidgen; SELECT uid_configure(41, 4, 9)');
+$node->pgbench('--no-vacuum --client=8 --transactions=5 small', 0, [qr{processed: 40/40}], [],
+	'eight workers used', { 'eight' => 'SELECT uid_next();' });
+my $inherited = $node->safe_psql('small', 'SELECT last_value FROM uidgen.worker_node_id_seq');
+$node->safe_psql('postgres', 'CREATE DATABASE small_copy TEMPLATE small');
+is($node->safe_psql('small_copy', 'SELECT uid_next() > 0, uid_current_worker()'), 't|15',
+	"the copy takes worker 15 though the original used $inherited of 15");
+
 $node->stop;
 done_testing();

@@ -645,10 +645,10 @@ TEST(LayoutUidRange, OutsideTheLayoutThrows)
 		SCOPED_TRACE(t);
 		auto e = thrown_error([&] { l.min_uid_at(t); });
 		ASSERT_TRUE(e);
-		EXPECT_EQ(e->kind(), ErrorKind::OutOfRange);
+		EXPECT_EQ(e->kind(), ErrorKind::TimeOutOfRange);
 		e = thrown_error([&] { l.max_uid_at(t); });
 		ASSERT_TRUE(e);
-		EXPECT_EQ(e->kind(), ErrorKind::OutOfRange);
+		EXPECT_EQ(e->kind(), ErrorKind::TimeOutOfRange);
 	}
 	/* The messages say which side of the layout the time fell on. */
 	auto e = thrown_error([&] { l.min_uid_at(kDefaultEpoch - 1); });
