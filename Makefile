@@ -5,6 +5,7 @@
 #   make installcheck       pg_regress, isolation and TAP tests against it
 #   make test               everything, on throwaway clusters (see README)
 #   make demo               a short demo on a throwaway cluster
+#   make bench              benchmarks, written to test/bench/results
 
 EXTENSION = uidgen
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
@@ -76,7 +77,11 @@ test:
 demo:
 	@scripts/demo.sh
 
-.PHONY: unit test demo
+# Benchmarks against nextval(), identity and UUIDs; see test/bench/README.md.
+bench:
+	@test/bench/run.sh
+
+.PHONY: unit test demo bench
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:
