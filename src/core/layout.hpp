@@ -100,6 +100,11 @@ public:
 	int64_t delta_at(int64_t unix_ms) const
 	{
 		int64_t since = unix_ms - epoch_ms_;
+
+		/* The hot path: no division for millisecond layouts. */
+		if (unit_ms_ == 1)
+			return since;
+
 		int64_t delta = since / unit_ms_;
 
 		if (since % unit_ms_ < 0)

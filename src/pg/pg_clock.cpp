@@ -29,11 +29,6 @@ PgClock::sleep_ms(int64_t ms)
 	});
 }
 
-PgClock &
-backend_clock()
-{
-	static PgClock clock;
-	return clock;
-}
+PgClock the_backend_clock;
 
 } // namespace uidgen::pg

@@ -13,12 +13,19 @@ namespace uidgen::pg {
  * that a query cancel, statement_timeout or termination ends the wait (as a
  * PostgreSQL error, thrown through the generator as PgError).
  */
-class PgClock : public SystemClock
+class PgClock final : public SystemClock
 {
 public:
 	void sleep_ms(int64_t ms) override;
 };
 
-PgClock &backend_clock();
+/* The one clock of the backend; a plain object, no initialisation guard on the hot path. */
+extern PgClock the_backend_clock;
+
+inline PgClock &
+backend_clock()
+{
+	return the_backend_clock;
+}
 
 } // namespace uidgen::pg
