@@ -12,6 +12,8 @@
 #include "core/error.hpp"
 #include "core/layout.hpp"
 
+#include "support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -23,10 +25,10 @@ using uidgen::Layout;
 using uidgen::TimeUnit;
 using uidgen::UidFields;
 
+using uidgen::test::kBaiduEpoch;
+
 namespace {
 
-/* 2016-05-20 00:00 UTC+8, DefaultUidGenerator's epochSeconds * 1000. */
-constexpr int64_t kBaiduEpoch = INT64_C(1463673600000);
 /* Twitter Snowflake's epoch, 2010-11-04 01:42:54.657 UTC. */
 constexpr int64_t kTwitterEpoch = INT64_C(1288834974657);
 

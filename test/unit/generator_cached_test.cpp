@@ -13,6 +13,8 @@
 #include "core/generator.hpp"
 #include "core/layout.hpp"
 
+#include "support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,11 +35,11 @@ using uidgen::ManualClock;
 using uidgen::TimeUnit;
 using uidgen::UidFields;
 
+using uidgen::test::kNow;
+
 namespace {
 
 constexpr int64_t kEpoch = Layout::default_epoch_ms;
-/* Some instant well inside the default layout: 2026-11-01 00:00:00 UTC. */
-constexpr int64_t kNow = INT64_C(1793491200000);
 
 GeneratorLimits
 limits(int64_t max_borrow_ms, int64_t max_backwards_wait_ms = 1000)

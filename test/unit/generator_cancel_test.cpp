@@ -15,6 +15,8 @@
 #include "core/generator.hpp"
 #include "core/layout.hpp"
 
+#include "support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -27,10 +29,11 @@ using uidgen::Layout;
 using uidgen::TimeUnit;
 using uidgen::UidFields;
 
+using uidgen::test::kNow;
+
 namespace {
 
 constexpr int64_t kEpoch = Layout::default_epoch_ms;
-constexpr int64_t kNow = INT64_C(1793491200000);
 
 /* Not a uidgen::Error: the generator must not swallow or translate it. */
 struct QueryCanceled

@@ -14,6 +14,8 @@
 #include "core/generator.hpp"
 #include "core/layout.hpp"
 
+#include "support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -32,11 +34,12 @@ using uidgen::ManualClock;
 using uidgen::TimeUnit;
 using uidgen::UidFields;
 
+using uidgen::test::kNow;
+using uidgen::test::contains;
+
 namespace {
 
 constexpr int64_t kEpoch = Layout::default_epoch_ms;
-/* 2026-11-01 00:00:00 UTC: a whole second, inside the default layout. */
-constexpr int64_t kNow = INT64_C(1793491200000);
 
 GeneratorLimits
 limits(int64_t max_backwards_wait_ms, int64_t max_borrow_ms = 10000)
@@ -63,11 +66,6 @@ default_error(Generator &g, uidgen::Clock &clock, const GeneratorLimits &lim, Er
 	return std::nullopt;
 }
 
-bool
-contains(const std::string &haystack, const std::string &needle)
-{
-	return haystack.find(needle) != std::string::npos;
-}
 
 } // namespace
 

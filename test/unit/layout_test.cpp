@@ -11,6 +11,8 @@
 #include "core/error.hpp"
 #include "core/layout.hpp"
 
+#include "support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,12 +30,13 @@ using uidgen::Layout;
 using uidgen::TimeUnit;
 using uidgen::UidFields;
 
+using uidgen::test::kBaiduEpoch;
+using uidgen::test::contains;
+
 namespace {
 
 /* 2026-01-01 00:00:00 UTC, the default epoch. */
 constexpr int64_t kDefaultEpoch = INT64_C(1767225600000);
-/* UidGenerator's hard-coded epoch: 2016-05-20 00:00 UTC+8. */
-constexpr int64_t kBaiduEpoch = INT64_C(1463673600000);
 /* 2020-01-01 00:00:00 UTC and 2024-11-21 00:00:00 UTC. */
 constexpr int64_t k2020 = INT64_C(1577836800000);
 constexpr int64_t k2024Nov21 = INT64_C(1732147200000);
@@ -58,11 +61,6 @@ thrown_error(const std::function<void()> &f)
 	return std::nullopt;
 }
 
-bool
-contains(const std::string &haystack, const std::string &needle)
-{
-	return haystack.find(needle) != std::string::npos;
-}
 
 /* A random valid shape: total bits in 3..63, split into three non-empty fields. */
 Layout
