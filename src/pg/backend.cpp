@@ -100,7 +100,7 @@ bool registry_may_have_changed = false;
 void
 update_readiness()
 {
-	detail::ready_to_issue = generator != nullptr && !locks_lost &&
+	detail::ready_to_issue = generator != nullptr && !locks_lost && !registry_may_have_changed &&
 							 (claim_durable || claim_written_in != InvalidSubTransactionId);
 }
 
@@ -165,6 +165,7 @@ register_worker()
 	SPI_finish();
 
 	registry_relid = relid;
+	registry_may_have_changed = false;
 	generator_storage.emplace(layout, claim.worker, claim.floor_delta);
 	generator = &*generator_storage;
 	claim_durable = false;
@@ -210,7 +211,11 @@ resume_after_lost_locks()
 
 	if (row_last_time > generator->last_delta())
 	{
-		generator_storage.emplace(generator->layout(), generator->worker_id(), row_last_time);
+		/* Copies: emplace() destroys the generator these come from before it builds the new one. */
+		Layout layout = generator->layout();
+		int64_t worker = generator->worker_id();
+
+		generator_storage.emplace(layout, worker, row_last_time);
 		generator = &*generator_storage;
 	}
 	locks_lost = false;
@@ -307,6 +312,18 @@ resource_release_callback(ResourceReleasePhase phase, bool is_top_level)
 	check_locks();
 }
 
+/*
+ * Releases worker at exit, unless another backend may hold it now (we could
+ * not take its session locks back: its row is not ours to write) or its row
+ * is locked (an exiting backend must not wait).
+ */
+void
+release_if_still_held(int64_t worker, const char *identity, int64_t last_delta)
+{
+	if (relock_worker(registry_relid, worker) && lock_row_nowait(worker))
+		write_release(worker, identity, last_delta);
+}
+
 void
 release_at_exit()
 {
@@ -336,7 +353,9 @@ release_at_exit()
 	/* Nor wait for a WAL flush: a release lost in a crash leaves the row active, found leaked. */
 	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
 							 false);
-	if (!ConditionalLockRelationOid(registry_relid, RowExclusiveLock))
+	/* Our workers belong to a registry that DROP and CREATE EXTENSION replaced: not this one's. */
+	forget_catalog_cache();
+	if (worker_node_relid() != registry_relid || !ConditionalLockRelationOid(registry_relid, RowExclusiveLock))
 	{
 		CommitTransactionCommand();
 		return;
@@ -346,11 +365,10 @@ release_at_exit()
 	OwnerContext owner;
 	begin_as_owner(&owner);
 	char *identity = database_identity();
-	if (generator != nullptr && lock_row_nowait(generator->worker_id()))
-		write_release(generator->worker_id(), identity, generator->last_delta());
+	if (generator != nullptr)
+		release_if_still_held(generator->worker_id(), identity, generator->last_delta());
 	for (int i = 0; i < retired_count; i++)
-		if (lock_row_nowait(retired[i].worker))
-			write_release(retired[i].worker, identity, retired[i].last_delta);
+		release_if_still_held(retired[i].worker, identity, retired[i].last_delta);
 	end_as_owner(&owner);
 	SPI_finish();
 	PopActiveSnapshot();
@@ -389,10 +407,10 @@ prepare_to_issue()
 
 	if (generator != nullptr && registry_may_have_changed)
 	{
-		registry_may_have_changed = false;
 		/* DROP and CREATE EXTENSION: the worker belonged to a registry that is gone. */
 		if (worker_node_relid() != registry_relid)
 			forget_registry();
+		registry_may_have_changed = false;
 	}
 	if (generator != nullptr && locks_lost)
 	{
@@ -445,7 +463,7 @@ registry_relcache_callback(Oid relid)
 	if (relid == InvalidOid || relid == registry_relid)
 	{
 		registry_may_have_changed = true;
-		detail::ready_to_issue = false;
+		update_readiness();
 	}
 }
 
