@@ -8,12 +8,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib.sh
 . "$top/scripts/lib.sh"
 
-ensure_packages
-if [ "$(id -u)" -eq 0 ]; then
-	status=0
-	rerun_as_postgres scripts/demo.sh "$@" || status=$?
-	exit $status
-fi
+install_or_rerun_as_postgres scripts/demo.sh "$@"
 
 cd "$top"
 scratch=$(mktemp -d /tmp/uidgen-demo.XXXXXX)
@@ -22,9 +17,7 @@ data=$scratch/data
 trap 'stop_cluster "$bindir" "$data"; rm -rf "$scratch"' EXIT
 
 log "building and installing uidgen into a private PostgreSQL copy"
-make -s -j2 PG_CONFIG="$bindir/pg_config" >"$scratch/build.log" 2>&1 &&
-	make -s install PG_CONFIG="$bindir/pg_config" >>"$scratch/build.log" 2>&1 ||
-	{ cat "$scratch/build.log"; die "build failed"; }
+build_and_install "$bindir" "$scratch/build.log"
 
 log "starting a throwaway cluster"
 start_cluster "$bindir" "$data"

@@ -42,6 +42,27 @@ Install them as root:  apt-get update && apt-get install -y $missing"
 	apt-get install -y -qq --no-install-recommends $missing >&2
 }
 
+# The start of every entry script: install what is missing, and as root run
+# the script again as postgres (initdb refuses root) and exit with its status.
+install_or_rerun_as_postgres() {
+	local script=$1; shift
+	ensure_packages
+	if [ "$(id -u)" -eq 0 ]; then
+		local status=0
+		rerun_as_postgres "$script" "$@" || status=$?
+		exit $status
+	fi
+}
+
+# build_and_install BINDIR LOG: builds uidgen and installs it into the
+# private PostgreSQL tree whose binaries are in BINDIR.
+build_and_install() {
+	local bindir=$1 build_log=$2
+	make -s -j2 PG_CONFIG="$bindir/pg_config" >"$build_log" 2>&1 &&
+		make -s install PG_CONFIG="$bindir/pg_config" >>"$build_log" 2>&1 ||
+		{ cat "$build_log"; die "build failed"; }
+}
+
 # Copies the tree to a fresh directory owned by postgres and runs the given
 # script there as postgres.  Returns that script's status.
 rerun_as_postgres() {

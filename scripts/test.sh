@@ -10,12 +10,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib.sh
 . "$top/scripts/lib.sh"
 
-ensure_packages
-if [ "$(id -u)" -eq 0 ]; then
-	exec_status=0
-	rerun_as_postgres scripts/test.sh "$@" || exec_status=$?
-	exit $exec_status
-fi
+install_or_rerun_as_postgres scripts/test.sh "$@"
 
 cd "$top"
 scratch=$(mktemp -d /tmp/uidgen-test.XXXXXX)
@@ -40,8 +35,7 @@ record() {	# record KIND PASSED FAILED
 }
 
 log "building"
-make -s -j2 PG_CONFIG="$PG_CONFIG" >"$scratch/build.log" 2>&1 || { cat "$scratch/build.log"; die "build failed"; }
-make -s install PG_CONFIG="$PG_CONFIG" >>"$scratch/build.log" 2>&1 || { cat "$scratch/build.log"; die "install failed"; }
+build_and_install "$bindir" "$scratch/build.log"
 make -s build/unit_tests build/uidgen_load PG_CONFIG="$PG_CONFIG" >>"$scratch/build.log" 2>&1 ||
 	{ cat "$scratch/build.log"; die "building the test programs failed"; }
 export UIDGEN_LOAD=$top/build/uidgen_load
