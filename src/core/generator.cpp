@@ -12,8 +12,9 @@
 
 namespace uidgen {
 
-Generator::Generator(const Layout &layout, int64_t worker_id, int64_t floor_delta)
-	: layout_(layout), worker_(worker_id), last_(floor_delta), sequence_(layout.max_sequence())
+Generator::Generator(const Layout &layout, int64_t worker_id, int64_t floor_delta, TimeReservation &reservation)
+	: layout_(layout), reservation_(reservation), worker_(worker_id), last_(floor_delta),
+	  sequence_(layout.max_sequence()), reserved_(floor_delta)
 {
 	/*
 	 * S starts at its maximum, so that a clock still at the floor makes the
@@ -67,8 +68,7 @@ Generator::next_cached(Clock &clock, const GeneratorLimits &limits)
 	{
 		if (now > layout_.max_delta())
 			throw_time_exhausted(layout_);
-		last_ = now;
-		sequence_ = 0;
+		start_unit(now);
 	}
 	else if (sequence_ < layout_.max_sequence())
 		sequence_++;
@@ -80,8 +80,7 @@ Generator::next_cached(Clock &clock, const GeneratorLimits &limits)
 		if (next > layout_.max_delta())
 			throw_time_exhausted(layout_);
 		wait_until_ms(clock, *layout_.start_of(next) - limits.max_borrow_ms);
-		last_ = next;
-		sequence_ = 0;
+		start_unit(next);
 	}
 	return layout_.compose_unchecked(last_, worker_, sequence_);
 }
@@ -98,8 +97,7 @@ Generator::next_default(Clock &clock, const GeneratorLimits &limits)
 		{
 			if (now > layout_.max_delta())
 				throw_time_exhausted(layout_);
-			last_ = now;
-			sequence_ = 0;
+			start_unit(now);
 			break;
 		}
 		if (now == last_)

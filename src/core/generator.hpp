@@ -14,13 +14,15 @@
  *			unit; a clock that went back by up to max_backwards_wait_ms is
  *			waited for, further back is an error.
  *
- * Both keep L monotonic, so it is safe to switch between them at any call.
+ * Both keep L monotonic, so it is safe to switch between them at any call,
+ * and both issue a time unit only once their TimeReservation covers it.
  */
 #pragma once
 
 
 #include "core/clock.hpp"
 #include "core/layout.hpp"
+#include "core/reservation.hpp"
 
 #include <cstdint>
 
@@ -47,16 +49,17 @@ public:
 	/*
 	 * floor_delta: the generator only issues time units after it.  A worker
 	 * reused from a released registry row starts after that row's last_time;
-	 * a fresh worker passes no_floor.
+	 * a fresh worker passes no_floor.  reservation must outlive the
+	 * generator; it is extended before any unit beyond it is issued.
 	 */
 	static constexpr int64_t no_floor = -1;
 
-	Generator(const Layout &layout, int64_t worker_id, int64_t floor_delta);
+	Generator(const Layout &layout, int64_t worker_id, int64_t floor_delta, TimeReservation &reservation);
 
 	/* Throws Error(LimitExceeded) when the time field is exhausted, and for
 	 * the default generator Error(NotInPrerequisiteState) on a clock too far
 	 * behind; whatever Clock::sleep_ms throws passes through.  On any throw
-	 * the state is unchanged. */
+	 * the state is unchanged, and so when the reservation cannot be extended. */
 	int64_t next(GeneratorKind kind, Clock &clock, const GeneratorLimits &limits)
 	{
 		return kind == GeneratorKind::Cached ? next_cached(clock, limits) : next_default(clock, limits);
@@ -70,14 +73,26 @@ public:
 	/* L: the latest time unit issued (or the floor, before the first ID). */
 	int64_t last_delta() const { return last_; }
 	int64_t sequence() const { return sequence_; }
+	/* The last unit the reservation covers (the floor, before it was first extended). */
+	int64_t reserved_delta() const { return reserved_; }
 
 private:
 	void wait_until_ms(Clock &clock, int64_t target_ms) const;
+	/* Moves L to a later unit, once the reservation covers it. */
+	void start_unit(int64_t delta)
+	{
+		if (__builtin_expect(delta > reserved_, 0))
+			reserved_ = reservation_.extend(delta);
+		last_ = delta;
+		sequence_ = 0;
+	}
 
 	Layout layout_;
+	TimeReservation &reservation_;
 	int64_t worker_;
 	int64_t last_;
 	int64_t sequence_;
+	int64_t reserved_;
 };
 
 } // namespace uidgen

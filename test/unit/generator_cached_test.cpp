@@ -35,6 +35,7 @@ using uidgen::ManualClock;
 using uidgen::TimeUnit;
 using uidgen::UidFields;
 
+using uidgen::test::any_time;
 using uidgen::test::kNow;
 
 namespace {
@@ -74,7 +75,7 @@ TEST(GeneratorCached, FirstIdIsTheWallClock)
 {
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 42, Generator::no_floor);
+	Generator g(l, 42, Generator::no_floor, any_time());
 
 	int64_t uid = g.next_cached(clock, limits(10000));
 
@@ -92,7 +93,7 @@ TEST(GeneratorCached, SequenceRunsThenBorrowsNextUnitWithoutSleeping)
 {
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 7, Generator::no_floor);
+	Generator g(l, 7, Generator::no_floor, any_time());
 	int64_t L = kNow - kEpoch;
 
 	for (int64_t s = 0; s <= l.max_sequence(); s++)
@@ -109,7 +110,7 @@ TEST(GeneratorCached, ReturnsToWallClockOnceClockPassesL)
 {
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 7, Generator::no_floor);
+	Generator g(l, 7, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
 	/* Borrow three units ahead. */
@@ -132,7 +133,7 @@ TEST(GeneratorCached, BorrowIsBoundedByMaxBorrow)
 {
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 1, Generator::no_floor);
+	Generator g(l, 1, Generator::no_floor, any_time());
 	const int64_t max_borrow = 25;
 	int64_t L0 = kNow - kEpoch;
 	int64_t per_unit = l.max_sequence() + 1;
@@ -164,7 +165,7 @@ TEST(GeneratorCached, BorrowBoundInSecondsSleepsToTheMillisecond)
 	/* 1000 ms of borrow with a second unit: one second ahead, no more. */
 	Layout l(30, 20, 3, kEpoch, TimeUnit::Second);
 	ManualClock clock(kNow + 300);
-	Generator g(l, 1, Generator::no_floor);
+	Generator g(l, 1, Generator::no_floor, any_time());
 	int64_t L0 = (kNow - kEpoch) / 1000;
 
 	for (int i = 0; i < 16; i++)
@@ -182,7 +183,7 @@ TEST(GeneratorCached, ZeroBorrowBehavesLikeWaiting)
 {
 	Layout l(30, 20, 3, kEpoch, TimeUnit::Second);
 	ManualClock clock(kNow + 250);
-	Generator g(l, 3, Generator::no_floor);
+	Generator g(l, 3, Generator::no_floor, any_time());
 	int64_t L0 = (kNow - kEpoch) / 1000;
 
 	for (int64_t s = 0; s <= 7; s++)
@@ -205,7 +206,7 @@ TEST(GeneratorCached, ClockBackwardsLessThanBorrowNeitherThrowsNorSleeps)
 {
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 9, Generator::no_floor);
+	Generator g(l, 9, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
 	int64_t prev = g.next_cached(clock, limits(10000));
@@ -225,7 +226,7 @@ TEST(GeneratorCached, ClockBackwardsMoreThanBorrowSleepsInsteadOfThrowing)
 {
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 9, Generator::no_floor);
+	Generator g(l, 9, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
 	int64_t prev = g.next_cached(clock, limits(10000));
@@ -260,7 +261,7 @@ TEST(GeneratorCached, StrictlyIncreasesOverMillionsOfCallsWithAnErraticClock)
 	 */
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 8191, Generator::no_floor);
+	Generator g(l, 8191, Generator::no_floor, any_time());
 	const int64_t max_borrow = 50;
 	std::mt19937_64 rng(3000000);
 	int64_t prev = -1;
@@ -314,7 +315,7 @@ TEST(GeneratorCached, FloorIsNeverIssued)
 	/* Clock exactly at the floor: the first ID is F + 1, borrowed. */
 	{
 		ManualClock clock(kNow);
-		Generator g(l, 5, F);
+		Generator g(l, 5, F, any_time());
 		EXPECT_EQ(g.last_delta(), F);
 		EXPECT_EQ(l.decompose(g.next_cached(clock, limits(10000))), (UidFields{F + 1, 5, 0}));
 		EXPECT_TRUE(clock.sleeps().empty());
@@ -322,7 +323,7 @@ TEST(GeneratorCached, FloorIsNeverIssued)
 	/* Clock below the floor, within max_borrow: still F + 1, no sleep. */
 	{
 		ManualClock clock(kNow - 3000);
-		Generator g(l, 5, F);
+		Generator g(l, 5, F, any_time());
 		int64_t prev = -1;
 		for (int i = 0; i < 5000; i++)
 		{
@@ -337,14 +338,14 @@ TEST(GeneratorCached, FloorIsNeverIssued)
 	/* Clock far below the floor: sleep until F + 1 is within max_borrow. */
 	{
 		ManualClock clock(kNow - 60000);
-		Generator g(l, 5, F);
+		Generator g(l, 5, F, any_time());
 		EXPECT_EQ(l.decompose(g.next_cached(clock, limits(10000))), (UidFields{F + 1, 5, 0}));
 		EXPECT_EQ(clock.sleeps(), std::vector<int64_t>{60000 + 1 - 10000});
 	}
 	/* Clock past the floor: the floor does not matter. */
 	{
 		ManualClock clock(kNow + 77);
-		Generator g(l, 5, F);
+		Generator g(l, 5, F, any_time());
 		EXPECT_EQ(l.decompose(g.next_cached(clock, limits(10000))), (UidFields{F + 77, 5, 0}));
 	}
 }
@@ -357,7 +358,7 @@ TEST(GeneratorCached, ConstructorRejectsOutOfRangeWorkerAndFloor)
 	{
 		try
 		{
-			Generator g(l, w, Generator::no_floor);
+			Generator g(l, w, Generator::no_floor, any_time());
 			ADD_FAILURE() << "worker " << w << " was accepted";
 		}
 		catch (const Error &e)
@@ -366,12 +367,12 @@ TEST(GeneratorCached, ConstructorRejectsOutOfRangeWorkerAndFloor)
 			EXPECT_NE(std::string(e.what()).find(std::to_string(w)), std::string::npos) << e.what();
 		}
 	}
-	EXPECT_NO_THROW(Generator(l, 0, Generator::no_floor));
-	EXPECT_NO_THROW(Generator(l, 8191, Generator::no_floor));
+	EXPECT_NO_THROW(Generator(l, 0, Generator::no_floor, any_time()));
+	EXPECT_NO_THROW(Generator(l, 8191, Generator::no_floor, any_time()));
 
-	EXPECT_THROW(Generator(l, 0, -2), Error);
-	EXPECT_THROW(Generator(l, 0, l.max_delta() + 1), Error);
-	EXPECT_NO_THROW(Generator(l, 0, l.max_delta()));
+	EXPECT_THROW(Generator(l, 0, -2, any_time()), Error);
+	EXPECT_THROW(Generator(l, 0, l.max_delta() + 1, any_time()), Error);
+	EXPECT_NO_THROW(Generator(l, 0, l.max_delta(), any_time()));
 }
 
 TEST(GeneratorCached, ExhaustionWhenClockPassesMaxDelta)
@@ -379,7 +380,7 @@ TEST(GeneratorCached, ExhaustionWhenClockPassesMaxDelta)
 	/* 3 time bits: deltas 0..7, 4 IDs each. */
 	Layout l(3, 2, 2, 1000, TimeUnit::Millisecond);
 	ManualClock clock(1006);
-	Generator g(l, 2, Generator::no_floor);
+	Generator g(l, 2, Generator::no_floor, any_time());
 
 	EXPECT_EQ(l.decompose(g.next_cached(clock, limits(10000))), (UidFields{6, 2, 0}));
 	clock.set(1008); /* delta 8 > max_delta 7 */
@@ -400,7 +401,7 @@ TEST(GeneratorCached, ExhaustionWhenBorrowingWouldPassMaxDelta)
 {
 	Layout l(3, 2, 2, 1000, TimeUnit::Millisecond);
 	ManualClock clock(1006);
-	Generator g(l, 2, Generator::no_floor);
+	Generator g(l, 2, Generator::no_floor, any_time());
 	int64_t prev = -1;
 
 	/* Units 6 and 7 (borrowed), four IDs each. */
@@ -435,7 +436,7 @@ TEST(GeneratorCached, FloorAtTheLastUnitIsExhausted)
 {
 	Layout l(3, 2, 2, 1000, TimeUnit::Millisecond);
 	ManualClock clock(1002);
-	Generator g(l, 0, l.max_delta());
+	Generator g(l, 0, l.max_delta(), any_time());
 
 	ASSERT_TRUE(expect_error([&] { return g.next_cached(clock, limits(10000)); }, ErrorKind::LimitExceeded));
 	EXPECT_EQ(g.last_delta(), 7);
@@ -472,7 +473,7 @@ TEST(GeneratorCached, LayoutOutlastingInt64MillisecondsIsRefused)
 	{
 		try
 		{
-			Generator g(l, 0, f);
+			Generator g(l, 0, f, any_time());
 			ADD_FAILURE() << "layout " << l.describe() << " was accepted";
 		}
 		catch (const Error &e)
@@ -490,7 +491,7 @@ TEST(GeneratorCached, LayoutOutlastingInt64MillisecondsIsRefused)
 
 		try
 		{
-			g.emplace(l, 0, floor);
+			g.emplace(l, 0, floor, any_time());
 		}
 		catch (const Error &)
 		{
@@ -526,7 +527,7 @@ TEST(GeneratorCached, WidestSecondLayoutRunsToItsEnd)
 
 	{
 		ManualClock clock(kNow);
-		Generator g(l, 1, F);
+		Generator g(l, 1, F, any_time());
 		EXPECT_EQ(l.decompose(g.next_cached(clock, limits(10000))), (UidFields{F + 1, 1, 0}));
 		/* It slept until the last unit was within max_borrow of the clock. */
 		EXPECT_EQ(clock.now_ms(), *l.start_of(F + 1) - 10000);
@@ -538,7 +539,7 @@ TEST(GeneratorCached, WidestSecondLayoutRunsToItsEnd)
 	}
 	{
 		ManualClock clock(*l.start_of(F) + 500);
-		Generator g(l, 1, F);
+		Generator g(l, 1, F, any_time());
 		EXPECT_EQ(l.decompose(g.next_default(clock, limits(10000, 1000))), (UidFields{F + 1, 1, 0}));
 		EXPECT_EQ(clock.sleeps(), std::vector<int64_t>{500});
 		clock.set(*l.exhausted_at());

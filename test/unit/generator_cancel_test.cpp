@@ -29,6 +29,7 @@ using uidgen::Layout;
 using uidgen::TimeUnit;
 using uidgen::UidFields;
 
+using uidgen::test::any_time;
 using uidgen::test::kNow;
 
 namespace {
@@ -102,7 +103,7 @@ TEST(GeneratorCancel, CachedAtTheBorrowBound)
 {
 	Layout l = Layout::default_layout();
 	CancellingClock clock(kNow);
-	Generator g(l, 4, Generator::no_floor);
+	Generator g(l, 4, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 	int64_t prev = -1;
 
@@ -130,7 +131,7 @@ TEST(GeneratorCancel, CachedCancelledAfterAnEarlyWakeUp)
 	/* The first sleep returns early and the retry is cancelled: still no change. */
 	Layout l = Layout::default_layout();
 	CancellingClock clock(kNow, 1);
-	Generator g(l, 4, Generator::no_floor);
+	Generator g(l, 4, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
 	for (int i = 0; i < 512; i++)
@@ -147,7 +148,7 @@ TEST(GeneratorCancel, CachedFloorWait)
 	Layout l = Layout::default_layout();
 	const int64_t F = kNow - kEpoch;
 	CancellingClock clock(kNow - 60000);
-	Generator g(l, 4, F);
+	Generator g(l, 4, F, any_time());
 
 	expect_cancel(g, GeneratorKind::Cached, clock, limits(10000), 50001);
 	EXPECT_EQ(g.last_delta(), F);
@@ -162,7 +163,7 @@ TEST(GeneratorCancel, DefaultAtTheEndOfAUnit)
 {
 	Layout l(30, 20, 3, kEpoch, TimeUnit::Second);
 	CancellingClock clock(kNow + 400);
-	Generator g(l, 2, Generator::no_floor);
+	Generator g(l, 2, Generator::no_floor, any_time());
 	int64_t L0 = (kNow - kEpoch) / 1000;
 	int64_t prev = -1;
 
@@ -185,7 +186,7 @@ TEST(GeneratorCancel, DefaultWaitingForABackwardsClock)
 {
 	Layout l = Layout::default_layout();
 	CancellingClock clock(kNow);
-	Generator g(l, 2, Generator::no_floor);
+	Generator g(l, 2, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
 	int64_t first = g.next_default(clock, limits(10000));
@@ -210,7 +211,7 @@ TEST(GeneratorCancel, DefaultFloorWait)
 	Layout l = Layout::default_layout();
 	const int64_t F = kNow - kEpoch;
 	CancellingClock clock(kNow);
-	Generator g(l, 4, F);
+	Generator g(l, 4, F, any_time());
 
 	/* At the floor, the generator waits for F + 1 to start; cancel that. */
 	expect_cancel(g, GeneratorKind::Default, clock, limits(10000), 1);

@@ -34,6 +34,7 @@ using uidgen::ManualClock;
 using uidgen::TimeUnit;
 using uidgen::UidFields;
 
+using uidgen::test::any_time;
 using uidgen::test::kNow;
 using uidgen::test::contains;
 
@@ -73,7 +74,7 @@ TEST(GeneratorDefault, SequenceThenSleepsUntilTheNextMillisecond)
 {
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 100, Generator::no_floor);
+	Generator g(l, 100, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
 	for (int64_t s = 0; s <= l.max_sequence(); s++)
@@ -91,7 +92,7 @@ TEST(GeneratorDefault, SequenceThenSleepsUntilTheNextSecond)
 {
 	Layout l(30, 20, 3, kEpoch, TimeUnit::Second);
 	ManualClock clock(kNow + 250);
-	Generator g(l, 1, Generator::no_floor);
+	Generator g(l, 1, Generator::no_floor, any_time());
 	int64_t L0 = (kNow - kEpoch) / 1000;
 
 	/* The clock creeps on within the second while the sequence runs. */
@@ -123,7 +124,7 @@ TEST(GeneratorDefault, ShortSleepIsRetried)
 		}
 	} clock;
 	Layout l(30, 20, 1, kEpoch, TimeUnit::Second);
-	Generator g(l, 1, Generator::no_floor);
+	Generator g(l, 1, Generator::no_floor, any_time());
 	int64_t L0 = (kNow - kEpoch) / 1000;
 
 	g.next_default(clock, limits(1000));
@@ -137,7 +138,7 @@ TEST(GeneratorDefault, ClockBehindWithinTheWaitIsWaitedFor)
 {
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 3, Generator::no_floor);
+	Generator g(l, 3, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
 	g.next_default(clock, limits(1000));
@@ -157,7 +158,7 @@ TEST(GeneratorDefault, ClockBehindWithUsedUpUnitWaitsTwice)
 {
 	Layout l(41, 20, 1, kEpoch, TimeUnit::Millisecond);
 	ManualClock clock(kNow);
-	Generator g(l, 3, Generator::no_floor);
+	Generator g(l, 3, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
 	g.next_default(clock, limits(1000));
@@ -172,7 +173,7 @@ TEST(GeneratorDefault, ClockBehindInSeconds)
 {
 	Layout l(30, 20, 3, kEpoch, TimeUnit::Second);
 	ManualClock clock(kNow + 500);
-	Generator g(l, 3, Generator::no_floor);
+	Generator g(l, 3, Generator::no_floor, any_time());
 	int64_t L0 = (kNow - kEpoch) / 1000;
 
 	g.next_default(clock, limits(1000));
@@ -190,7 +191,7 @@ TEST(GeneratorDefault, ClockBehindBeyondTheWaitThrows)
 {
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 3, Generator::no_floor);
+	Generator g(l, 3, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
 	int64_t first = g.next_default(clock, limits(1000));
@@ -221,7 +222,7 @@ TEST(GeneratorDefault, BackwardsMessageUnits)
 	{
 		Layout l = Layout::default_layout();
 		ManualClock clock(kNow);
-		Generator g(l, 0, Generator::no_floor);
+		Generator g(l, 0, Generator::no_floor, any_time());
 		g.next_default(clock, limits(0));
 		clock.set(kNow - 1);
 		auto e = default_error(g, clock, limits(0), ErrorKind::NotInPrerequisiteState);
@@ -236,7 +237,7 @@ TEST(GeneratorDefault, BackwardsMessageUnits)
 	{
 		Layout l(30, 20, 3, kEpoch, TimeUnit::Second);
 		ManualClock clock(kNow + 500);
-		Generator g(l, 0, Generator::no_floor);
+		Generator g(l, 0, Generator::no_floor, any_time());
 		g.next_default(clock, limits(1000));
 		/* 1500 ms before the start of L0 is in second L0 - 2. */
 		clock.set(kNow - 1500);
@@ -260,7 +261,7 @@ TEST(GeneratorDefault, ExhaustionWhenClockPassesMaxDelta)
 {
 	Layout l(3, 2, 2, 1000, TimeUnit::Millisecond);
 	ManualClock clock(1006);
-	Generator g(l, 1, Generator::no_floor);
+	Generator g(l, 1, Generator::no_floor, any_time());
 
 	EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{6, 1, 0}));
 	clock.set(1008);
@@ -279,7 +280,7 @@ TEST(GeneratorDefault, ExhaustionWhenTheLastUnitIsUsedUp)
 {
 	Layout l(3, 2, 2, 1000, TimeUnit::Millisecond);
 	ManualClock clock(1007);
-	Generator g(l, 1, Generator::no_floor);
+	Generator g(l, 1, Generator::no_floor, any_time());
 	int64_t prev = -1;
 
 	for (int64_t s = 0; s <= 3; s++)
@@ -311,14 +312,14 @@ TEST(GeneratorDefault, FloorIsNeverIssued)
 	/* Clock at the floor: wait for F + 1. */
 	{
 		ManualClock clock(kNow);
-		Generator g(l, 5, F);
+		Generator g(l, 5, F, any_time());
 		EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{F + 1, 5, 0}));
 		EXPECT_EQ(clock.sleeps(), std::vector<int64_t>{1});
 	}
 	/* Clock a little below the floor: wait until F has passed. */
 	{
 		ManualClock clock(kNow - 300);
-		Generator g(l, 5, F);
+		Generator g(l, 5, F, any_time());
 		EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{F + 1, 5, 0}));
 		EXPECT_EQ(clock.slept_ms(), 301);
 		EXPECT_EQ(clock.now_ms(), kNow + 1);
@@ -326,14 +327,14 @@ TEST(GeneratorDefault, FloorIsNeverIssued)
 	/* Clock past the floor. */
 	{
 		ManualClock clock(kNow + 2);
-		Generator g(l, 5, F);
+		Generator g(l, 5, F, any_time());
 		EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{F + 2, 5, 0}));
 		EXPECT_TRUE(clock.sleeps().empty());
 	}
 	/* Clock far below the floor: an error, and nothing at or below F is ever issued. */
 	{
 		ManualClock clock(kNow - 5000);
-		Generator g(l, 5, F);
+		Generator g(l, 5, F, any_time());
 		ASSERT_TRUE(default_error(g, clock, limits(1000), ErrorKind::NotInPrerequisiteState));
 		EXPECT_EQ(g.last_delta(), F);
 	}
@@ -349,7 +350,7 @@ TEST(GeneratorDefault, StrictlyIncreasesOverALongRun)
 	 */
 	Layout l(41, 13, 5, kEpoch, TimeUnit::Millisecond);
 	ManualClock clock(kNow);
-	Generator g(l, 17, Generator::no_floor);
+	Generator g(l, 17, Generator::no_floor, any_time());
 	std::mt19937_64 rng(1000000);
 	int64_t prev = -1;
 	int refused = 0, waited_back = 0;

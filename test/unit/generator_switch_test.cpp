@@ -31,6 +31,7 @@ using uidgen::ManualClock;
 using uidgen::TimeUnit;
 using uidgen::UidFields;
 
+using uidgen::test::any_time;
 using uidgen::test::kNow;
 
 namespace {
@@ -52,7 +53,7 @@ TEST(GeneratorSwitch, StrictAlternationStrictlyIncreases)
 {
 	Layout l(41, 13, 4, kEpoch, TimeUnit::Millisecond);
 	ManualClock clock(kNow);
-	Generator g(l, 12, Generator::no_floor);
+	Generator g(l, 12, Generator::no_floor, any_time());
 	/* Borrowing stays within what the default generator is willing to wait for. */
 	const GeneratorLimits lim = limits(200, 1000);
 	int64_t prev = -1;
@@ -74,7 +75,7 @@ TEST(GeneratorSwitch, DefaultAfterCachedBorrowWaitsForTheClock)
 {
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 1, Generator::no_floor);
+	Generator g(l, 1, Generator::no_floor, any_time());
 	const GeneratorLimits lim = limits(10000, 1000);
 	int64_t L0 = kNow - kEpoch;
 
@@ -95,7 +96,7 @@ TEST(GeneratorSwitch, RandomSwitchingWithAnErraticClock)
 {
 	Layout l(41, 13, 3, kEpoch, TimeUnit::Millisecond);
 	ManualClock clock(kNow);
-	Generator g(l, 99, Generator::no_floor);
+	Generator g(l, 99, Generator::no_floor, any_time());
 	std::mt19937_64 rng(55);
 	int64_t prev = -1;
 	int cached = 0, deflt = 0, refused = 0;
@@ -157,7 +158,7 @@ TEST(GeneratorSwitch, DefaultRefusingAfterALongBorrowLeavesStateForCached)
 	 */
 	Layout l = Layout::default_layout();
 	ManualClock clock(kNow);
-	Generator g(l, 1, Generator::no_floor);
+	Generator g(l, 1, Generator::no_floor, any_time());
 	const GeneratorLimits lim = limits(10000, 1000);
 	int64_t prev = -1;
 
