@@ -16,32 +16,36 @@
  *	  abort, DISCARD ALL or pg_advisory_unlock_all() released (worker_lock.hpp);
  *	- at exit, a transaction of its own marks the worker released with the
  *	  last time unit it issued.
+ *
+ * All of it is one state object, BackendState; whether uid_next() may skip
+ * every check is derived from it, never kept beside it.
  */
 #include "pg/backend.hpp"
+
+#include "core/generator.hpp"
 
 #include "pg/catalog.hpp"
 #include "pg/guard.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/registry.hpp"
+#include "pg/reservation.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "pg/worker_lock.hpp"
 
 extern "C" {
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "utils/guc.h"
-#include "utils/inval.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 }
-
-#include <new>
-#include <optional>
 
 /* PostgreSQL calls these through pointers: C linkage (defined at the end). */
 extern "C" {
@@ -57,51 +61,97 @@ static void uidgen_registry_relcache_callback(Datum arg, Oid relid);
 
 namespace uidgen::pg {
 
-namespace detail {
-bool ready_to_issue = false;
-Generator *generator = nullptr;
-int64_t last_uid = 0;
-bool have_last_uid = false;
-} // namespace detail
-
 namespace {
 
-using detail::generator;
-
-std::optional<Generator> generator_storage;
-Oid registry_relid = InvalidOid;
-
-/* The claim is in a committed row. */
-bool claim_durable = false;
-/* The subtransaction of the current transaction that wrote the claim, if any. */
-SubTransactionId claim_written_in = InvalidSubTransactionId;
-/* A session lock of the worker could not be taken back. */
-bool locks_lost = false;
-
 /*
- * Workers this backend had to give up because it could not take their locks
- * back.  It keeps what locks it still has on them and releases them at exit
- * with the last time unit it issued.
+ * Where the claim row of the issuing worker stands: not written in any
+ * transaction that may still commit, written in a subtransaction of the
+ * current transaction, or committed.
  */
-struct RetiredWorker
+class ClaimState
 {
-	int64_t worker;
-	int64_t last_delta;
+public:
+	bool written() const { return stage_ != Stage::Unwritten; }
+	bool pending() const { return stage_ == Stage::Pending; }
+
+	void written_in(SubTransactionId subid)
+	{
+		stage_ = Stage::Pending;
+		pending_in_ = subid;
+	}
+
+	/* Both locks were free for a moment: the row must be written again. */
+	void forget() { *this = ClaimState(); }
+
+	void at_commit()
+	{
+		if (stage_ == Stage::Pending)
+			stage_ = Stage::Durable;
+	}
+
+	/* A top-level abort, or a PREPARE (which refuses a pending claim first). */
+	void at_abort()
+	{
+		if (stage_ == Stage::Pending)
+			forget();
+	}
+
+	void at_subxact_end(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid)
+	{
+		if (stage_ != Stage::Pending || pending_in_ != subid)
+			return;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			forget();
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+			pending_in_ = parent_subid;
+	}
+
+private:
+	enum class Stage
+	{
+		Unwritten,
+		Pending,
+		Durable,
+	};
+	Stage stage_ = Stage::Unwritten;
+	SubTransactionId pending_in_ = InvalidSubTransactionId;
 };
-constexpr int max_retired_workers = 16;
-RetiredWorker retired[max_retired_workers];
-int retired_count = 0;
 
-bool exit_callback_registered = false;
-
-/* A relcache invalidation of uidgen.worker_node: check it is still ours. */
-bool registry_may_have_changed = false;
-
-void
-update_readiness()
+/* The worker this backend issues under, and everything that decides whether it may. */
+struct IssuingWorker
 {
-	detail::ready_to_issue = generator != nullptr && !locks_lost && !registry_may_have_changed &&
-							 (claim_durable || claim_written_in != InvalidSubTransactionId);
+	IssuingWorker(Oid registry_relid, const Layout &layout, int64_t worker, int64_t floor_delta)
+		: registry_relid(registry_relid), reservation(layout), generator(layout, worker, floor_delta, reservation)
+	{
+	}
+	IssuingWorker(const IssuingWorker &) = delete;
+	IssuingWorker &operator=(const IssuingWorker &) = delete;
+
+	bool ready() const { return claim.written() && !locks_lost && !registry_may_have_changed; }
+
+	Oid registry_relid;				 /* uidgen.worker_node when it was claimed */
+	DatabaseReservation reservation; /* before generator, which refers to it */
+	Generator generator;
+	ClaimState claim;
+	bool locks_lost = false;		 /* a session lock could not be taken back */
+	bool registry_may_have_changed = false; /* a relcache invalidation of registry_relid */
+};
+
+struct BackendState
+{
+	std::optional<IssuingWorker> issuing;
+	std::optional<int64_t> last_uid;
+	bool exit_callbacks_registered = false;
+	bool warned_old_sql = false;
+};
+
+BackendState state;
+
+/* uid_next() may skip every check but the read-only one. */
+inline bool
+ready_to_issue()
+{
+	return state.issuing && state.issuing->ready();
 }
 
 int64_t
@@ -111,71 +161,75 @@ borrow_units(const Layout &layout)
 }
 
 void
-write_claim_as_owner(int64_t worker)
+write_claim_again()
 {
-	OwnerContext owner;
+	IssuingWorker &issuing = *state.issuing;
+	int64_t worker = issuing.generator.worker_id();
 
-	SPI_connect();
-	begin_as_owner(&owner);
-	write_claim(worker, database_identity());
-	end_as_owner(&owner);
-	SPI_finish();
-	claim_written_in = GetCurrentSubTransactionId();
+	with_spi(Rights::Owner, [worker] { write_claim(worker, database_identity()); });
+	issuing.claim.written_in(GetCurrentSubTransactionId());
 }
 
 void
-retire_current_worker()
+retire_issuing_worker()
 {
-	if (retired_count == max_retired_workers)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("this session lost the claims of too many uidgen workers"),
-				 errhint("Start a new session.")));
-	retired[retired_count++] = RetiredWorker{generator->worker_id(), generator->last_delta()};
-	generator = nullptr;
-	generator_storage.reset();
-	locks_lost = false;
-	claim_durable = false;
-	claim_written_in = InvalidSubTransactionId;
+	const Generator &generator = state.issuing->generator;
+
+	retire_worker(state.issuing->registry_relid, generator.worker_id(), generator.last_delta());
+	state.issuing.reset();
+}
+
+void
+warn_if_sql_is_old()
+{
+	if (state.warned_old_sql || OidIsValid(reserved_until_relid()))
+		return;
+	state.warned_old_sql = true;
+	ereport(WARNING,
+			(errmsg("the SQL objects of extension \"uidgen\" are older than its library"),
+			 errdetail("Without uidgen.reserved_until, a worker of a backend that crashes is reused by the "
+					   "clock alone, as in version 1.0.0."),
+			 errhint("Run ALTER EXTENSION uidgen UPDATE in this database.")));
 }
 
 void
 register_worker()
 {
-	Oid relid = worker_node_relid();
-	OwnerContext owner;
+	struct Registration
+	{
+		Oid relid;
+		Layout layout;
+		Claim claim;
+	};
 
-	SPI_connect();
-	begin_as_owner(&owner);
+	warn_if_sql_is_old();
+	Registration r = with_spi(Rights::Owner, [] {
+		Oid relid = worker_node_relid();
 
-	/* uid_configure takes an ExclusiveLock: the layout cannot change under a registration. */
-	LockRelationOid(config_relid(), RowShareLock);
-	char *config_origin;
-	Layout layout = read_layout(true, &config_origin);
-	int64_t now_delta = layout.delta_at(backend_clock().now_ms());
+		/* uid_configure takes an ExclusiveLock: the layout cannot change under a registration. */
+		LockRelationOid(config_relid(), RowShareLock);
+		char *config_origin;
+		Layout layout = read_layout(true, &config_origin);
+		int64_t now_delta = layout.delta_at(backend_clock().now_ms());
 
-	if (now_delta > layout.max_delta())
-		throw_time_exhausted(layout);
+		if (now_delta > layout.max_delta())
+			throw_time_exhausted(layout);
 
-	RegistryOrigin origin = registry_origin(config_origin);
-	Claim claim = claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
-	write_claim(claim.worker, origin.identity);
+		RegistryOrigin origin = registry_origin(config_origin);
+		Claim claim = claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
+		write_claim(claim.worker, origin.identity);
+		return Registration{relid, layout, claim};
+	});
 
-	end_as_owner(&owner);
-	SPI_finish();
+	state.issuing.emplace(r.relid, r.layout, r.claim.worker, r.claim.floor_delta);
+	start_issuing(r.relid, r.claim.worker);
+	state.issuing->claim.written_in(GetCurrentSubTransactionId());
 
-	registry_relid = relid;
-	registry_may_have_changed = false;
-	generator_storage.emplace(layout, claim.worker, claim.floor_delta);
-	generator = &*generator_storage;
-	claim_durable = false;
-	claim_written_in = GetCurrentSubTransactionId();
-
-	if (!exit_callback_registered)
+	if (!state.exit_callbacks_registered)
 	{
 		before_shmem_exit(uidgen_unlock_at_exit, 0);
 		before_shmem_exit(uidgen_release_at_exit, 0);
-		exit_callback_registered = true;
+		state.exit_callbacks_registered = true;
 	}
 }
 
@@ -183,13 +237,8 @@ register_worker()
 void
 forget_registry()
 {
-	unlock_workers_except(nullptr, 0);
-	generator = nullptr;
-	generator_storage.reset();
-	retired_count = 0;
-	locks_lost = false;
-	claim_durable = false;
-	claim_written_in = InvalidSubTransactionId;
+	unlock_all_workers();
+	state.issuing.reset();
 }
 
 /*
@@ -200,49 +249,98 @@ forget_registry()
 void
 resume_after_lost_locks()
 {
-	OwnerContext owner;
-	int64_t row_last_time;
+	IssuingWorker &issuing = *state.issuing;
+	int64_t worker = issuing.generator.worker_id();
+	std::optional<int64_t> row_last_time = with_spi(Rights::Owner, [worker] { return worker_last_time(worker); });
 
-	SPI_connect();
-	begin_as_owner(&owner);
-	row_last_time = worker_last_time(generator->worker_id());
-	end_as_owner(&owner);
-	SPI_finish();
-
-	if (row_last_time > generator->last_delta())
+	if (row_last_time && *row_last_time > issuing.generator.last_delta())
 	{
-		/* Copies: emplace() destroys the generator these come from before it builds the new one. */
-		Layout layout = generator->layout();
-		int64_t worker = generator->worker_id();
+		/* Copies: emplace() destroys the worker these come from before it builds the new one. */
+		Oid relid = issuing.registry_relid;
+		Layout layout = issuing.generator.layout();
 
-		generator_storage.emplace(layout, worker, row_last_time);
-		generator = &*generator_storage;
+		state.issuing.emplace(relid, layout, worker, *row_last_time);
 	}
-	locks_lost = false;
-	claim_durable = false;
-}
-
-/* Releases the locks of workers this backend took but does not hold as its own or retired. */
-void
-unlock_workers_except_held()
-{
-	int64_t keep[max_retired_workers + 1];
-	int nkeep = 0;
-
-	if (generator != nullptr)
-		keep[nkeep++] = generator->worker_id();
-	for (int i = 0; i < retired_count; i++)
-		keep[nkeep++] = retired[i].worker;
-	unlock_workers_except(keep, nkeep);
+	else
+	{
+		issuing.locks_lost = false;
+		issuing.claim.forget();
+	}
 }
 
 /* Takes back lost session locks; runs at every top-level transaction end. */
 void
 check_locks()
 {
-	if (generator != nullptr && !relock_worker(registry_relid, generator->worker_id()))
-		locks_lost = true;
-	update_readiness();
+	IssuingWorker *issuing = state.issuing ? &*state.issuing : nullptr;
+
+	if (issuing != nullptr && !relock_worker(issuing->registry_relid, issuing->generator.worker_id()))
+		issuing->locks_lost = true;
+}
+
+/* Everything uid_next() checks before it issues, off the hot path. */
+void
+prepare_to_issue()
+{
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute uid_next() in a read-only transaction")));
+
+	if (state.issuing && state.issuing->registry_may_have_changed)
+	{
+		/* DROP and CREATE EXTENSION: the worker belonged to a registry that is gone. */
+		if (worker_node_relid() != state.issuing->registry_relid)
+			forget_registry();
+		else
+			state.issuing->registry_may_have_changed = false;
+	}
+	if (state.issuing && state.issuing->locks_lost)
+	{
+		if (relock_worker(state.issuing->registry_relid, state.issuing->generator.worker_id()))
+			resume_after_lost_locks();
+		else
+			retire_issuing_worker();
+	}
+	if (!state.issuing)
+		register_worker();
+	else if (!state.issuing->claim.written())
+		write_claim_again();
+}
+
+/*
+ * Releases worker at exit, unless another backend may hold it now (we could
+ * not take its session locks back: its row is not ours to write) or its row
+ * is locked (an exiting backend must not wait).
+ */
+void
+release_if_still_held(Oid registry_relid, int64_t worker, const char *identity, int64_t last_delta)
+{
+	if (relock_worker(registry_relid, worker) && lock_row_nowait(worker))
+		write_release(worker, identity, last_delta);
+}
+
+/* The last unit issued under a held worker, which its release records. */
+int64_t
+last_delta_of(const HeldWorker &held)
+{
+	if (held.use == WorkerUse::Issuing && state.issuing && state.issuing->generator.worker_id() == held.worker)
+		return state.issuing->generator.last_delta();
+	return held.last_delta;
+}
+
+void
+release_held_workers(Oid registry_relid)
+{
+	char *identity = database_identity();
+
+	for (int i = 0; i < held_worker_count(); i++)
+	{
+		const HeldWorker &held = held_worker(i);
+
+		if (held.use != WorkerUse::Candidate && held.registry_relid == registry_relid)
+			release_if_still_held(registry_relid, held.worker, identity, last_delta_of(held));
+	}
 }
 
 } // namespace
@@ -250,25 +348,26 @@ check_locks()
 void
 xact_callback(XactEvent event)
 {
+	IssuingWorker *issuing = state.issuing ? &*state.issuing : nullptr;
+
+	if (issuing == nullptr)
+		return;
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (generator != nullptr && !claim_durable && claim_written_in != InvalidSubTransactionId)
+			if (issuing->claim.pending())
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot PREPARE a transaction that registered a uidgen worker"),
 						 errdetail("The claim of worker %lld is not committed yet; a prepared transaction "
 								   "would hold it undecided while this session goes on.",
-								   static_cast<long long>(generator->worker_id())),
+								   static_cast<long long>(issuing->generator.worker_id())),
 						 errhint("Commit one transaction that calls uid_next() in this session before using "
 								 "two-phase commit.")));
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			if (claim_written_in != InvalidSubTransactionId)
-				claim_durable = true;
-			claim_written_in = InvalidSubTransactionId;
-			update_readiness();
+			issuing->claim.at_commit();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -278,12 +377,10 @@ xact_callback(XactEvent event)
 			 * transaction), so that the worker is never free of both.
 			 */
 			check_locks();
-			claim_written_in = InvalidSubTransactionId;
-			update_readiness();
+			issuing->claim.at_abort();
 			break;
 		case XACT_EVENT_PREPARE:
-			claim_written_in = InvalidSubTransactionId;
-			update_readiness();
+			issuing->claim.at_abort();
 			break;
 		default:
 			break;
@@ -293,13 +390,8 @@ xact_callback(XactEvent event)
 void
 subxact_callback(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid)
 {
-	if (claim_written_in != subid)
-		return;
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-		claim_written_in = InvalidSubTransactionId;
-	else if (event == SUBXACT_EVENT_COMMIT_SUB)
-		claim_written_in = parent_subid;
-	update_readiness();
+	if (state.issuing)
+		state.issuing->claim.at_subxact_end(event, subid, parent_subid);
 }
 
 void
@@ -308,26 +400,14 @@ resource_release_callback(ResourceReleasePhase phase, bool is_top_level)
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !is_top_level)
 		return;
 	/* A registration that failed (in a subtransaction, say) gives its worker back. */
-	unlock_workers_except_held();
+	unlock_candidates();
 	check_locks();
-}
-
-/*
- * Releases worker at exit, unless another backend may hold it now (we could
- * not take its session locks back: its row is not ours to write) or its row
- * is locked (an exiting backend must not wait).
- */
-void
-release_if_still_held(int64_t worker, const char *identity, int64_t last_delta)
-{
-	if (relock_worker(registry_relid, worker) && lock_row_nowait(worker))
-		write_release(worker, identity, last_delta);
 }
 
 void
 release_at_exit()
 {
-	if (generator == nullptr && retired_count == 0)
+	if (held_worker_count() == 0)
 		return;
 	if (RecoveryInProgress())
 		return;
@@ -355,22 +435,14 @@ release_at_exit()
 							 false);
 	/* Our workers belong to a registry that DROP and CREATE EXTENSION replaced: not this one's. */
 	forget_catalog_cache();
-	if (worker_node_relid() != registry_relid || !ConditionalLockRelationOid(registry_relid, RowExclusiveLock))
+	Oid registry_relid = worker_node_relid();
+	if (!ConditionalLockRelationOid(registry_relid, RowExclusiveLock))
 	{
 		CommitTransactionCommand();
 		return;
 	}
 	PushActiveSnapshot(GetTransactionSnapshot());
-	SPI_connect();
-	OwnerContext owner;
-	begin_as_owner(&owner);
-	char *identity = database_identity();
-	if (generator != nullptr)
-		release_if_still_held(generator->worker_id(), identity, generator->last_delta());
-	for (int i = 0; i < retired_count; i++)
-		release_if_still_held(retired[i].worker, identity, retired[i].last_delta);
-	end_as_owner(&owner);
-	SPI_finish();
+	with_spi(Rights::Owner, [registry_relid] { release_held_workers(registry_relid); });
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 }
@@ -389,82 +461,41 @@ unlock_at_exit()
 	 * callback (temporary relations are dropped in one) would take the locks
 	 * back.
 	 */
-	generator = nullptr;
-	retired_count = 0;
-	update_readiness();
-	unlock_workers_except(nullptr, 0);
+	state.issuing.reset();
+	unlock_all_workers();
 }
-
-namespace detail {
-
-void
-prepare_to_issue()
-{
-	if (XactReadOnly)
-		ereport(ERROR,
-				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-				 errmsg("cannot execute uid_next() in a read-only transaction")));
-
-	if (generator != nullptr && registry_may_have_changed)
-	{
-		/* DROP and CREATE EXTENSION: the worker belonged to a registry that is gone. */
-		if (worker_node_relid() != registry_relid)
-			forget_registry();
-		registry_may_have_changed = false;
-	}
-	if (generator != nullptr && locks_lost)
-	{
-		if (relock_worker(registry_relid, generator->worker_id()))
-			resume_after_lost_locks();
-		else
-			retire_current_worker();
-	}
-	if (generator == nullptr)
-		register_worker();
-	else if (!claim_durable && claim_written_in == InvalidSubTransactionId)
-		write_claim_as_owner(generator->worker_id());
-	update_readiness();
-}
-
-} // namespace detail
 
 int64_t
 next_uid()
 {
-	if (unlikely(!detail::ready_to_issue || XactReadOnly))
-		detail::prepare_to_issue();
+	if (unlikely(!ready_to_issue() || XactReadOnly))
+		prepare_to_issue();
 
-	int64_t uid = detail::generator->next(current_generator_kind(), backend_clock(), current_limits());
+	int64_t uid = state.issuing->generator.next(current_generator_kind(), backend_clock(), current_limits());
 
-	detail::last_uid = uid;
-	detail::have_last_uid = true;
+	state.last_uid = uid;
 	return uid;
 }
 
-bool
-last_issued_uid(int64_t *uid)
+std::optional<int64_t>
+last_issued_uid()
 {
-	*uid = detail::last_uid;
-	return detail::have_last_uid;
+	return state.last_uid;
 }
 
-bool
-current_worker(int64_t *worker)
+std::optional<int64_t>
+current_worker()
 {
-	if (generator == nullptr)
-		return false;
-	*worker = generator->worker_id();
-	return true;
+	if (!state.issuing)
+		return std::nullopt;
+	return state.issuing->generator.worker_id();
 }
 
 void
 registry_relcache_callback(Oid relid)
 {
-	if (relid == InvalidOid || relid == registry_relid)
-	{
-		registry_may_have_changed = true;
-		update_readiness();
-	}
+	if (state.issuing && (relid == InvalidOid || relid == state.issuing->registry_relid))
+		state.issuing->registry_may_have_changed = true;
 }
 
 void

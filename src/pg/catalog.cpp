@@ -27,13 +27,21 @@ namespace {
 
 Oid cached_config_relid = InvalidOid;
 Oid cached_worker_node_relid = InvalidOid;
+Oid cached_reserved_until_relid = InvalidOid;
 std::optional<Layout> cached_layout;
+
+Oid
+lookup_relid_if_exists(const char *relname)
+{
+	Oid namespace_oid = get_namespace_oid("uidgen", true);
+
+	return OidIsValid(namespace_oid) ? get_relname_relid(relname, namespace_oid) : InvalidOid;
+}
 
 Oid
 lookup_relid(const char *relname)
 {
-	Oid namespace_oid = get_namespace_oid("uidgen", true);
-	Oid relid = OidIsValid(namespace_oid) ? get_relname_relid(relname, namespace_oid) : InvalidOid;
+	Oid relid = lookup_relid_if_exists(relname);
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
@@ -48,8 +56,9 @@ forget_cached(Oid relid)
 {
 	if (relid == InvalidOid || relid == cached_config_relid)
 		cached_layout.reset();
-	if (relid == InvalidOid || relid == cached_config_relid || relid == cached_worker_node_relid)
-		cached_config_relid = cached_worker_node_relid = InvalidOid;
+	if (relid == InvalidOid || relid == cached_config_relid || relid == cached_worker_node_relid ||
+		relid == cached_reserved_until_relid)
+		cached_config_relid = cached_worker_node_relid = cached_reserved_until_relid = InvalidOid;
 }
 
 } // namespace
@@ -68,6 +77,14 @@ worker_node_relid()
 	if (!OidIsValid(cached_worker_node_relid))
 		cached_worker_node_relid = lookup_relid("worker_node");
 	return cached_worker_node_relid;
+}
+
+Oid
+reserved_until_relid()
+{
+	if (!OidIsValid(cached_reserved_until_relid))
+		cached_reserved_until_relid = lookup_relid_if_exists("reserved_until");
+	return cached_reserved_until_relid;
 }
 
 Layout

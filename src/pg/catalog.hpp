@@ -17,6 +17,13 @@ Oid config_relid();
 Oid worker_node_relid();
 
 /*
+ * OID of the sequence uidgen.reserved_until, or InvalidOid when the
+ * extension's SQL objects are older than it (1.0.0).  Not cached while it
+ * is missing, so that ALTER EXTENSION UPDATE is noticed.
+ */
+Oid reserved_until_relid();
+
+/*
  * The database's layout, cached for the backend; uid_configure invalidates
  * the cache of every backend through a relcache invalidation of
  * uidgen.config.

@@ -48,22 +48,22 @@ UIDGEN_FUNCTION(uid_next_batch)
 /* uid_lastval() returns bigint: like lastval(), for this session's IDs. */
 UIDGEN_FUNCTION(uid_lastval)
 {
-	int64_t uid;
+	std::optional<int64_t> uid = last_issued_uid();
 
-	if (!last_issued_uid(&uid))
+	if (!uid)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("uid_lastval is not yet defined in this session"),
 				 errhint("Call uid_next() first.")));
-	return Int64GetDatum(uid);
+	return Int64GetDatum(*uid);
 }
 
 /* uid_current_worker() returns bigint: NULL before this backend's first ID. */
 UIDGEN_FUNCTION(uid_current_worker)
 {
-	int64_t worker;
+	std::optional<int64_t> worker = current_worker();
 
-	if (!current_worker(&worker))
+	if (!worker)
 		PG_RETURN_NULL();
-	return Int64GetDatum(worker);
+	return Int64GetDatum(*worker);
 }

@@ -1,11 +1,13 @@
 /*
  * registry.cpp
- *	  The worker registry protocol (DESIGN.md section 4), over SPI.
+ *	  The worker registry protocol (docs/design.md, "The worker registry"),
+ *	  over SPI.
  */
 #include "pg/registry.hpp"
 
 #include "core/generator.hpp"
 
+#include "pg/reservation.hpp"
 #include "pg/spi.hpp"
 #include "pg/worker_lock.hpp"
 
@@ -20,6 +22,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <optional>
 #include <unistd.h>
 
 namespace uidgen::pg {
@@ -83,8 +86,8 @@ worker_row_exists(int64_t worker)
 	return worker_row_matches(worker, "true", 0);
 }
 
-/* The last_time of worker if it is released and reusable before delta, else -2. */
-int64_t
+/* The last_time of worker if it is released and reusable before delta. */
+std::optional<int64_t>
 reusable_last_time(int64_t worker, int64_t delta)
 {
 	Oid types[2] = {INT8OID, INT8OID};
@@ -92,7 +95,7 @@ reusable_last_time(int64_t worker, int64_t delta)
 
 	if (spi_run("SELECT last_time FROM uidgen.worker_node WHERE id = $1 AND status = 'released' AND last_time < $2",
 				2, types, values, Visibility::Latest, SPI_OK_SELECT) != 1)
-		return -2;
+		return std::nullopt;
 	return spi_int64(0, 0);
 }
 
@@ -117,14 +120,13 @@ bool
 claim_released_worker(const Layout &layout, const char *identity, Oid registry_relid, int64_t now_delta,
 					  Claim *claim)
 {
-	Oid types[3] = {INT8OID, INT8OID, TEXTOID};
-	Datum values[3] = {Int64GetDatum(now_delta), Int64GetDatum(worker_limit(layout)),
-					   CStringGetTextDatum(identity)};
+	Oid types[4] = {INT8OID, INT8OID, TEXTOID, INT8OID};
+	Datum values[4] = {Int64GetDatum(now_delta), Int64GetDatum(worker_limit(layout)),
+					   CStringGetTextDatum(identity), Int64GetDatum(reuse_candidates)};
 	uint64 rows = spi_run("SELECT id FROM uidgen.worker_node "
 						  "WHERE status = 'released' AND last_time < $1 AND id <= $2 AND origin = $3 "
-						  "ORDER BY last_time, id LIMIT " CppAsString2(64),
-						  3, types, values, Visibility::Latest, SPI_OK_SELECT);
-	static_assert(reuse_candidates == 64, "keep the LIMIT above in step");
+						  "ORDER BY last_time, id LIMIT $4",
+						  4, types, values, Visibility::Latest, SPI_OK_SELECT);
 	int64_t *ids = copy_int64_column(rows, 0);
 
 	for (uint64 i = 0; i < rows; i++)
@@ -132,11 +134,11 @@ claim_released_worker(const Layout &layout, const char *identity, Oid registry_r
 		if (!try_lock_worker(registry_relid, ids[i]))
 			continue;
 		/* Read again under the lock: it may have been claimed and released meanwhile. */
-		int64_t last_time = reusable_last_time(ids[i], now_delta);
-		if (last_time >= -1)
+		std::optional<int64_t> last_time = reusable_last_time(ids[i], now_delta);
+		if (last_time)
 		{
 			claim->worker = ids[i];
-			claim->floor_delta = last_time;
+			claim->floor_delta = *last_time;
 			return true;
 		}
 		unlock_worker(registry_relid, ids[i]);
@@ -256,86 +258,80 @@ claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_re
 
 namespace {
 
-/* The row's columns for an upsert of worker by this backend: $1 .. $8. */
-constexpr int row_nargs = 8;
-
+/*
+ * Writes worker's row as held or released by this backend: an upsert,
+ * because a claim that never committed left no row, though IDs may have
+ * been issued under it.  last_time only grows; NULL leaves it as it is.
+ */
 void
-row_values(int64_t worker, const char *identity, Oid *types, Datum *values)
+upsert_row(int64_t worker, const char *identity, const char *status, std::optional<int64_t> last_delta)
 {
 	const char *application = application_name ? application_name : "";
-	Oid row_types[row_nargs] = {INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID};
+	Oid types[10] = {INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID};
+	Datum values[10] = {Int64GetDatum(worker),
+						CStringGetTextDatum(server_host_name()),
+						CStringGetTextDatum(psprintf("%d", PostPortNumber)),
+						Int32GetDatum(server_worker_type()),
+						TimestampTzGetDatum(MyStartTimestamp),
+						CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false)),
+						CStringGetTextDatum(application),
+						CStringGetTextDatum(identity),
+						CStringGetTextDatum(status),
+						Int64GetDatum(last_delta.value_or(0))};
+	char nulls[11] = "          ";
 
-	memcpy(types, row_types, sizeof(row_types));
-	values[0] = Int64GetDatum(worker);
-	values[1] = CStringGetTextDatum(server_host_name());
-	values[2] = CStringGetTextDatum(psprintf("%d", PostPortNumber));
-	values[3] = Int32GetDatum(server_worker_type());
-	values[4] = TimestampTzGetDatum(MyStartTimestamp);
-	values[5] = CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false));
-	values[6] = CStringGetTextDatum(application);
-	values[7] = CStringGetTextDatum(identity);
+	if (!last_delta)
+		nulls[9] = 'n';
+	/*
+	 * The session locks already keep every other claimant away from the row:
+	 * write it as of now, so that a REPEATABLE READ transaction does not fail
+	 * on a row another backend released after its snapshot.
+	 */
+	spi_run_nulls("INSERT INTO uidgen.worker_node AS w (id, host_name, port, type, launch_date, modified, created, "
+				  "    pid, backend_start, role, application_name, origin, status, last_time, released_at) "
+				  "VALUES ($1, $2, $3, $4, current_date, now(), now(), pg_backend_pid(), $5, $6, $7, $8, $9, $10, "
+				  "    CASE WHEN $9 = 'released' THEN now() END) "
+				  "ON CONFLICT (id) DO UPDATE SET host_name = excluded.host_name, port = excluded.port, "
+				  "    type = excluded.type, launch_date = excluded.launch_date, modified = excluded.modified, "
+				  "    pid = excluded.pid, backend_start = excluded.backend_start, role = excluded.role, "
+				  "    application_name = excluded.application_name, origin = excluded.origin, "
+				  "    status = excluded.status, last_time = greatest(w.last_time, excluded.last_time), "
+				  "    released_at = excluded.released_at",
+				  10, types, values, nulls, Visibility::Latest, SPI_OK_INSERT);
 }
-
-#define ROW_INSERT \
-	"INSERT INTO uidgen.worker_node AS w (id, host_name, port, type, launch_date, modified, created, " \
-	"    pid, backend_start, role, application_name, origin, status, last_time, released_at) " \
-	"VALUES ($1, $2, $3, $4, current_date, now(), now(), pg_backend_pid(), $5, $6, $7, $8, "
-#define ROW_HOLDER_UPDATE \
-	"ON CONFLICT (id) DO UPDATE SET host_name = excluded.host_name, port = excluded.port, " \
-	"    type = excluded.type, launch_date = excluded.launch_date, modified = excluded.modified, " \
-	"    pid = excluded.pid, backend_start = excluded.backend_start, role = excluded.role, " \
-	"    application_name = excluded.application_name, origin = excluded.origin, "
 
 } // namespace
 
 void
 write_claim(int64_t worker, const char *identity)
 {
-	Oid types[row_nargs];
-	Datum values[row_nargs];
-
-	row_values(worker, identity, types, values);
-	/*
-	 * The session locks already keep every other claimant away from the row:
-	 * write it as of now, so that a REPEATABLE READ transaction does not fail
-	 * on a row another backend released after its snapshot.
-	 */
-	spi_run(ROW_INSERT "'active', NULL, NULL) " ROW_HOLDER_UPDATE "status = 'active', released_at = NULL",
-			row_nargs, types, values, Visibility::Latest, SPI_OK_INSERT);
+	upsert_row(worker, identity, "active", std::nullopt);
 }
 
 void
 write_release(int64_t worker, const char *identity, int64_t last_delta)
 {
-	Oid types[row_nargs + 1];
-	Datum values[row_nargs + 1];
-
-	row_values(worker, identity, types, values);
-	types[row_nargs] = INT8OID;
-	values[row_nargs] = Int64GetDatum(last_delta);
-	/* An upsert: a claim that never committed left no row, but its IDs were issued. */
-	spi_run(ROW_INSERT "'released', $9, now()) " ROW_HOLDER_UPDATE
-			"status = 'released', last_time = greatest(w.last_time, excluded.last_time), released_at = now()",
-			row_nargs + 1, types, values, Visibility::Latest, SPI_OK_INSERT);
+	upsert_row(worker, identity, "released", last_delta);
 }
 
 void
 write_leaked_release(int64_t worker, int64_t until_delta)
 {
-	Oid types[2] = {INT8OID, INT8OID};
-	Datum values[2] = {Int64GetDatum(worker), Int64GetDatum(until_delta)};
+	Oid types[3] = {INT8OID, INT8OID, INT8OID};
+	Datum values[3] = {Int64GetDatum(worker), Int64GetDatum(until_delta),
+					   Int64GetDatum(reserved_until().value_or(-1))};
 
 	/*
-	 * The dead holder issued nothing later than its death plus the borrow
-	 * bound, as the wall clock measures it now; should the clock have been
-	 * set back since, the latest time any worker of the registry reached is
-	 * a better floor.
+	 * The dead holder issued only units its reservation covered, and the
+	 * mark is at least that reservation: the floor never rests on the clock
+	 * alone, which may have been set back since.  (An extension whose SQL
+	 * predates the mark falls back to the latest unit any worker reached.)
 	 */
 	spi_run("UPDATE uidgen.worker_node SET status = 'released', "
-			"    last_time = greatest(last_time, $2, (SELECT max(last_time) FROM uidgen.worker_node)), "
+			"    last_time = greatest(last_time, $2, $3, (SELECT max(last_time) FROM uidgen.worker_node)), "
 			"    released_at = now(), modified = now() "
 			"WHERE id = $1",
-			2, types, values, Visibility::Latest, SPI_OK_UPDATE);
+			3, types, values, Visibility::Latest, SPI_OK_UPDATE);
 }
 
 bool
@@ -350,15 +346,16 @@ lock_row_nowait(int64_t worker)
 	return !worker_row_exists(worker);
 }
 
-int64_t
+std::optional<int64_t>
 worker_last_time(int64_t worker)
 {
 	Oid types[1] = {INT8OID};
 	Datum values[1] = {Int64GetDatum(worker)};
 
-	if (spi_run("SELECT coalesce(last_time, -1) FROM uidgen.worker_node WHERE id = $1", 1, types, values,
-				Visibility::Latest, SPI_OK_SELECT) != 1)
-		return -1;
+	if (spi_run("SELECT last_time FROM uidgen.worker_node WHERE id = $1", 1, types, values, Visibility::Latest,
+				SPI_OK_SELECT) != 1 ||
+		spi_is_null(0, 0))
+		return std::nullopt;
 	return spi_int64(0, 0);
 }
 

@@ -14,6 +14,7 @@ extern "C" {
 }
 
 #include <cstdint>
+#include <optional>
 
 namespace uidgen::pg {
 
@@ -44,8 +45,8 @@ RegistryOrigin registry_origin(const char *config_origin);
  * Claims a worker id for this backend and takes its session locks: a
  * released worker of this database whose last_time has passed when reuse is
  * on, otherwise a fresh id from the identity.  Workers of this database left
- * active by dead backends are released on the way, with last_time = now +
- * borrow.  Errors with program_limit_exceeded when nothing is left.  Does
+ * active by dead backends are released on the way, with last_time the
+ * greater of now + borrow and the time reservation (reservation.hpp).  Errors with program_limit_exceeded when nothing is left.  Does
  * not write the claim.
  *
  * A copy of a database shares the original's registry and sequence up to
@@ -76,13 +77,13 @@ void write_release(int64_t worker, const char *identity, int64_t last_delta);
  */
 bool lock_row_nowait(int64_t worker);
 
-/* The row's last_time, or -1 when it has none (or no row). */
-int64_t worker_last_time(int64_t worker);
+/* The row's last_time; nullopt when it has none, or there is no row. */
+std::optional<int64_t> worker_last_time(int64_t worker);
 
 /*
  * Releases this database's active workers whose holders are gone, with
- * last_time until_delta; returns how many.  Skips this backend's own
- * workers.
+ * last_time at least until_delta and never below the time reservation;
+ * returns how many.  Skips this backend's own workers.
  */
 int release_dead_workers(Oid registry_relid, const char *identity, int64_t until_delta);
 

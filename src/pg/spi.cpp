@@ -21,6 +21,13 @@ namespace uidgen::pg {
 uint64
 spi_run(const char *sql, int nargs, const Oid *types, const Datum *values, Visibility visibility, int expected)
 {
+	return spi_run_nulls(sql, nargs, types, values, nullptr, visibility, expected);
+}
+
+uint64
+spi_run_nulls(const char *sql, int nargs, const Oid *types, const Datum *values, const char *nulls,
+			  Visibility visibility, int expected)
+{
 	int rc;
 
 	if (visibility == Visibility::Latest)
@@ -30,12 +37,12 @@ spi_run(const char *sql, int nargs, const Oid *types, const Datum *values, Visib
 		if (plan == nullptr)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
 		/* A fresh snapshot: read what committed up to now, as nextval() sees its sequence. */
-		rc = SPI_execute_snapshot(plan, const_cast<Datum *>(values), nullptr, GetLatestSnapshot(),
+		rc = SPI_execute_snapshot(plan, const_cast<Datum *>(values), nulls, GetLatestSnapshot(),
 								  InvalidSnapshot, false, false, 0);
 		SPI_freeplan(plan);
 	}
 	else
-		rc = SPI_execute_with_args(sql, nargs, const_cast<Oid *>(types), const_cast<Datum *>(values), nullptr,
+		rc = SPI_execute_with_args(sql, nargs, const_cast<Oid *>(types), const_cast<Datum *>(values), nulls,
 								   visibility == Visibility::ReadOnly, 0);
 
 	if (rc != expected)

@@ -14,6 +14,7 @@ extern "C" {
 }
 
 #include <cstdint>
+#include <type_traits>
 
 namespace uidgen::pg {
 
@@ -32,6 +33,10 @@ enum class Visibility
  */
 uint64 spi_run(const char *sql, int nargs, const Oid *types, const Datum *values, Visibility visibility,
 			   int expected);
+
+/* The same with SPI's nulls: ' ' for a value, 'n' for NULL. */
+uint64 spi_run_nulls(const char *sql, int nargs, const Oid *types, const Datum *values, const char *nulls,
+					 Visibility visibility, int expected);
 
 /* Values of the current SPI result; row and column count from 0. */
 bool spi_is_null(uint64 row, int col);
@@ -59,5 +64,51 @@ void end_as_owner(const OwnerContext *context);
 /* Pins search_path only, keeping the caller's rights. */
 int begin_pinned_search_path();
 void end_pinned_search_path(int guc_nest_level);
+
+/*
+ * Runs work() inside an SPI connection, as the extension's owner (as_owner)
+ * or with the caller's rights, search_path pinned either way; returns what
+ * work returns, copied out before SPI_finish (so it must not point into SPI
+ * memory).  An error longjmps through work and this frame, and the
+ * transaction's abort cleans up: both must hold only trivially
+ * destructible locals.
+ */
+enum class Rights
+{
+	Caller,
+	Owner,
+};
+
+template <typename Work>
+inline auto
+with_spi(Rights rights, Work work) -> decltype(work())
+{
+	OwnerContext owner;
+	int nest_level = 0;
+
+	SPI_connect();
+	if (rights == Rights::Owner)
+		begin_as_owner(&owner);
+	else
+		nest_level = begin_pinned_search_path();
+	auto finish = [&] {
+		if (rights == Rights::Owner)
+			end_as_owner(&owner);
+		else
+			end_pinned_search_path(nest_level);
+		SPI_finish();
+	};
+	if constexpr (std::is_void_v<decltype(work())>)
+	{
+		work();
+		finish();
+	}
+	else
+	{
+		auto result = work();
+		finish();
+		return result;
+	}
+}
 
 } // namespace uidgen::pg

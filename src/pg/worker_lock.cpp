@@ -1,6 +1,6 @@
 /*
  * worker_lock.cpp
- *	  Session locks on worker ids.
+ *	  Session locks on worker ids, and the list of workers this backend holds.
  */
 #include "pg/worker_lock.hpp"
 
@@ -16,32 +16,44 @@ namespace {
 constexpr uint16 advisory_key_kind = 3;
 constexpr LOCKMODE worker_lock_mode = ExclusiveLock;
 
-/* Workers locked by this backend.  A registration locks one at a time. */
-struct LockedWorker
-{
-	Oid registry_relid;
-	int64_t worker;
-};
-constexpr int max_locked_workers = 64;
-LockedWorker locked[max_locked_workers];
-int locked_count = 0;
+/*
+ * Every worker whose locks this backend took and has not released.  A
+ * registration locks one candidate at a time, and a backend retires a
+ * worker only when it loses a lock, so a few entries are the norm.
+ */
+constexpr int max_held_workers = 64;
+HeldWorker held[max_held_workers];
+int held_count = 0;
 
-void
-remember(Oid registry_relid, int64_t worker)
+HeldWorker *
+find_held(Oid registry_relid, int64_t worker)
 {
-	Assert(locked_count < max_locked_workers);
-	locked[locked_count++] = LockedWorker{registry_relid, worker};
+	for (int i = 0; i < held_count; i++)
+		if (held[i].registry_relid == registry_relid && held[i].worker == worker)
+			return &held[i];
+	return nullptr;
 }
 
 void
 forget(Oid registry_relid, int64_t worker)
 {
-	for (int i = 0; i < locked_count; i++)
-		if (locked[i].registry_relid == registry_relid && locked[i].worker == worker)
-		{
-			locked[i] = locked[--locked_count];
-			return;
-		}
+	HeldWorker *entry = find_held(registry_relid, worker);
+
+	if (entry != nullptr)
+		*entry = held[--held_count];
+}
+
+void
+set_use(Oid registry_relid, int64_t worker, WorkerUse use, int64_t last_delta)
+{
+	HeldWorker *entry = find_held(registry_relid, worker);
+
+	Assert(entry != nullptr);
+	if (entry != nullptr)
+	{
+		entry->use = use;
+		entry->last_delta = last_delta;
+	}
 }
 
 LOCKTAG
@@ -98,10 +110,12 @@ try_lock_worker(Oid registry_relid, int64_t worker)
 	/* Held already means held by this backend: not a free worker. */
 	if (LockHeldByMe(&object, worker_lock_mode) || LockHeldByMe(&advisory, worker_lock_mode))
 		return false;
-	if (locked_count == max_locked_workers)
+	if (held_count == max_held_workers)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("this session holds too many uidgen worker locks")));
+				 errmsg("this session holds too many uidgen workers"),
+				 errdetail("It kept %d workers whose locks it lost at some point.", held_count),
+				 errhint("Start a new session.")));
 	if (!try_take(object, true))
 		return false;
 	if (!try_take(advisory, true))
@@ -109,7 +123,7 @@ try_lock_worker(Oid registry_relid, int64_t worker)
 		LockRelease(&object, worker_lock_mode, true);
 		return false;
 	}
-	remember(registry_relid, worker);
+	held[held_count++] = HeldWorker{registry_relid, worker, WorkerUse::Candidate, 0};
 	return true;
 }
 
@@ -122,17 +136,30 @@ unlock_worker(Oid registry_relid, int64_t worker)
 }
 
 void
-unlock_workers_except(const int64_t *keep, int nkeep)
+start_issuing(Oid registry_relid, int64_t worker)
 {
-	for (int i = locked_count - 1; i >= 0; i--)
-	{
-		bool kept = false;
+	set_use(registry_relid, worker, WorkerUse::Issuing, 0);
+}
 
-		for (int k = 0; k < nkeep && !kept; k++)
-			kept = keep[k] == locked[i].worker;
-		if (!kept)
-			unlock_worker(locked[i].registry_relid, locked[i].worker);
-	}
+void
+retire_worker(Oid registry_relid, int64_t worker, int64_t last_delta)
+{
+	set_use(registry_relid, worker, WorkerUse::Retired, last_delta);
+}
+
+void
+unlock_candidates()
+{
+	for (int i = held_count - 1; i >= 0; i--)
+		if (held[i].use == WorkerUse::Candidate)
+			unlock_worker(held[i].registry_relid, held[i].worker);
+}
+
+void
+unlock_all_workers()
+{
+	while (held_count > 0)
+		unlock_worker(held[held_count - 1].registry_relid, held[held_count - 1].worker);
 }
 
 bool
@@ -142,6 +169,19 @@ relock_worker(Oid registry_relid, int64_t worker)
 	bool advisory_held = take_if_lost(advisory_tag(registry_relid, worker));
 
 	return object_held && advisory_held;
+}
+
+int
+held_worker_count()
+{
+	return held_count;
+}
+
+const HeldWorker &
+held_worker(int index)
+{
+	Assert(index >= 0 && index < held_count);
+	return held[index];
 }
 
 } // namespace uidgen::pg

@@ -1,6 +1,7 @@
 /*
  * worker_lock.hpp
- *	  The session locks that claim a worker id for the life of a backend.
+ *	  The session locks that claim a worker id for the life of a backend, and
+ *	  the one list of the workers this backend holds.
  *
  * A worker id is guarded by two session-level locks, both taken without
  * waiting, and a backend that holds either one holds the worker:
@@ -32,11 +33,46 @@ namespace uidgen::pg {
 /* Worker ids must fit the 32-bit object id of a lock tag. */
 constexpr int64_t max_lockable_worker = UINT32_MAX;
 
-/* Takes both locks or neither; never waits. */
+/* Why this backend holds a worker's locks. */
+enum class WorkerUse
+{
+	Candidate,	/* a registration is looking at it; given back at transaction end */
+	Issuing,	/* the backend's generator issues under it */
+	Retired,	/* it issued under it, lost a lock, and keeps it to release at exit */
+};
+
+struct HeldWorker
+{
+	Oid registry_relid;
+	int64_t worker;
+	WorkerUse use;
+	int64_t last_delta;	/* Retired: the last time unit issued under it */
+};
+
+/* Takes both locks or neither, never waiting; on success the worker is a Candidate. */
 bool try_lock_worker(Oid registry_relid, int64_t worker);
 
-/* Releases whichever of the two this backend holds. */
+/* Releases whichever of the two this backend holds, and forgets the worker. */
 void unlock_worker(Oid registry_relid, int64_t worker);
+
+/* The candidate a registration chose: the backend issues under it now. */
+void start_issuing(Oid registry_relid, int64_t worker);
+
+/* The issuing worker lost a lock that could not be taken back: keep it to release at exit. */
+void retire_worker(Oid registry_relid, int64_t worker, int64_t last_delta);
+
+/*
+ * Gives back every candidate: the worker of a registration that failed, or
+ * those a registration looked at and passed over.
+ */
+void unlock_candidates();
+
+/*
+ * Releases every worker's locks and forgets them all.  Nothing in PostgreSQL
+ * releases default-method session locks at a clean exit, so whatever is not
+ * released would stay with this PGPROC for the next backend.
+ */
+void unlock_all_workers();
 
 /*
  * Takes whichever of the two this backend has lost, without waiting and
@@ -45,13 +81,8 @@ void unlock_worker(Oid registry_relid, int64_t worker);
  */
 bool relock_worker(Oid registry_relid, int64_t worker);
 
-/*
- * Releases the locks of every worker locked through try_lock_worker() but
- * not in keep[].  Nothing in PostgreSQL releases default-method session
- * locks at a clean exit, so whatever is not released here would stay with
- * this PGPROC for the next backend; this also gives back the worker of a
- * registration that failed.
- */
-void unlock_workers_except(const int64_t *keep, int nkeep);
+/* The workers this backend holds, in no particular order. */
+int held_worker_count();
+const HeldWorker &held_worker(int index);
 
 } // namespace uidgen::pg

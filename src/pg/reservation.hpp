@@ -1,0 +1,47 @@
+/*
+ * reservation.hpp
+ *	  The database's time reservation: uidgen.reserved_until.
+ *
+ * One sequence per database holds a time unit (of the layout, since its
+ * epoch) at or above every unit that any worker of the database may have
+ * issued.  Sequences are WAL-logged and not transactional: a rollback does
+ * not lower the mark, and a standby or a restored copy inherits it.  A
+ * worker leaked by a crash is released no lower than the mark, so it is
+ * reused only above every ID its dead holder issued, whatever the clock did
+ * meanwhile (docs/design.md, "Time reservation").
+ */
+#pragma once
+
+#include "core/layout.hpp"
+#include "core/reservation.hpp"
+
+#include <cstdint>
+#include <optional>
+
+namespace uidgen::pg {
+
+/*
+ * Extends the mark for one generator: when asked for a unit beyond what the
+ * mark covers, raises it to that unit plus a window and flushes the WAL
+ * record before returning, so that nothing is issued under a mark a crash
+ * could lose.  Another backend's raise is adopted without writing.
+ */
+class DatabaseReservation final : public TimeReservation
+{
+public:
+	explicit DatabaseReservation(const Layout &layout);
+
+	int64_t extend(int64_t delta) override;
+
+private:
+	int64_t window_units_;
+};
+
+/*
+ * The mark as it stands, inside an SPI connection; nullopt when the
+ * extension's SQL objects predate it (1.0.0, before ALTER EXTENSION
+ * UPDATE).
+ */
+std::optional<int64_t> reserved_until();
+
+} // namespace uidgen::pg
