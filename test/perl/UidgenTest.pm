@@ -9,10 +9,11 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Exporter 'import';
 
-our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field);
+our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
+	set_fake_clock start_with_fake_clock);
 
 # A started node with uidgen created in database postgres.  Extra lines go
-# to postgresql.conf.
+# to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock.
 sub new_uidgen_node
 {
 	my ($name, %params) = @_;
@@ -24,7 +25,7 @@ sub new_uidgen_node
 		"max_prepared_transactions = 10",
 		"log_min_messages = warning",
 		@{ $params{conf} // [] }) . "\n");
-	$node->start;
+	$params{fake_clock} ? start_with_fake_clock($node) : $node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION uidgen');
 	return $node;
 }
@@ -50,8 +51,9 @@ sub run_load
 {
 	my ($node, @options) = @_;
 	my ($stdout, $stderr) = ('', '');
-	my $dsn = $node->connstr('postgres');
-	my @cmd = (load_client(), '--dsn', $dsn, '--json', @options);
+	# Database postgres, unless the options name a --dsn.
+	my @dsn = (grep { $_ eq '--dsn' } @options) ? () : ('--dsn', $node->connstr('postgres'));
+	my @cmd = (load_client(), @dsn, '--json', @options);
 
 	IPC::Run::run(\@cmd, '>', \$stdout, '2>', \$stderr);
 	my $code = $? >> 8;
@@ -72,6 +74,33 @@ sub json_field
 {
 	my ($figures, $key) = @_;
 	return $figures->{$key};
+}
+
+# A server clock moved by libfaketime: start_with_fake_clock starts a node
+# under it, set_fake_clock moves it ('+0', '-30', '+3600': seconds from the
+# real time), at once, for every process of that node.
+my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+my $clock_file;
+
+sub set_fake_clock
+{
+	my ($offset) = @_;
+	$clock_file //= PostgreSQL::Test::Utils::tempdir() . '/faketime.rc';
+	open my $f, '>', $clock_file or die "cannot write $clock_file: $!";
+	print $f "$offset\n";
+	close $f;
+}
+
+sub start_with_fake_clock
+{
+	my ($node) = @_;
+	BAIL_OUT("libfaketime is missing: apt-get install faketime") unless -e $libfaketime;
+	set_fake_clock('+0') unless defined $clock_file;
+	local $ENV{LD_PRELOAD} = $libfaketime;
+	local $ENV{FAKETIME_TIMESTAMP_FILE} = $clock_file;
+	local $ENV{FAKETIME_NO_CACHE} = '1';
+	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
+	$node->start;
 }
 
 1;

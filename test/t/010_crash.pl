@@ -1,7 +1,7 @@
 # Crashes: a backend killed mid-load (the server's crash restart) and
 # immediate shutdowns leave workers active with no holder; they are found,
-# released with last_time = now + uidgen.max_borrow, and reused only after
-# it, so no ID is ever issued twice.
+# released with last_time no lower than the time reservation (nor than now +
+# uidgen.max_borrow), and reused only after it, so no ID is ever issued twice.
 use strict;
 use warnings;
 
@@ -89,8 +89,13 @@ is($node->safe_psql('postgres', q{
 	  FROM uidgen.worker_node w WHERE status = 'released' AND id IN (SELECT worker FROM before_reuse)}),
 	't', 'each released worker is reusable only after the last ID it issued');
 
-# After the margin, new sessions reuse them, and each starts above what the worker issued before.
-sleep 3;
+# After the margin (and the time reservation, which covers every ID they
+# issued), new sessions reuse them, and each starts above what the worker
+# issued before.
+$node->poll_query_until('postgres', q{
+	SELECT bool_and(last_time < uid_min(clock_timestamp()) >> 22) FROM uidgen.worker_node
+	 WHERE status = 'released' AND id IN (SELECT worker FROM before_reuse)})
+  or die 'the released workers never became reusable';
 $node->pgbench('--no-vacuum --connect --client=8 --transactions=50', 0, [qr{processed: 400/400}], [],
 	'churn after the margin', { 'after' => 'INSERT INTO t (round) SELECT 99 FROM generate_series(1, 20);' });
 my $reused = $node->safe_psql('postgres', q{

@@ -10,29 +10,13 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use UidgenTest;
 
-my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
-BAIL_OUT("libfaketime is missing: apt-get install faketime") unless -e $libfaketime;
-
-my $clock_file = PostgreSQL::Test::Utils::tempdir() . '/faketime.rc';
-sub set_clock
-{
-	open my $f, '>', $clock_file or die "cannot write $clock_file: $!";
-	print $f "$_[0]\n";
-	close $f;
-}
+sub set_clock { set_fake_clock(@_) }
 set_clock('+0');
 
 my $node = PostgreSQL::Test::Cluster->new('clock');
 $node->init;
 $node->append_conf('postgresql.conf', "log_min_messages = warning\n");
-sub start_faked
-{
-	local $ENV{LD_PRELOAD} = $libfaketime;
-	local $ENV{FAKETIME_TIMESTAMP_FILE} = $clock_file;
-	local $ENV{FAKETIME_NO_CACHE} = '1';
-	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
-	$node->start;
-}
+sub start_faked { start_with_fake_clock($node) }
 start_faked();
 $node->safe_psql('postgres', 'CREATE EXTENSION uidgen');
 $node->safe_psql('postgres', 'CREATE TABLE t (id bigint PRIMARY KEY, step text)');

@@ -28,6 +28,12 @@ $node->poll_query_until('few', 'SELECT true') or die 'server did not come back';
 is($node->safe_psql('few', q{SELECT count(*) FROM uidgen.worker_node WHERE status = 'active'}), '3',
 	'three workers leaked');
 is($node->safe_psql('few', q{SELECT uid_reclaim_workers('0')}), '3', 'uid_reclaim_workers released them');
+# Even with no margin they are reusable only once the clock has passed the
+# time reservation, which covers every ID their holders issued.
+$node->poll_query_until('few', q{
+	SELECT count(*) > 0 FROM uidgen.worker_node
+	 WHERE status = 'released' AND last_time < uid_min(clock_timestamp()) >> 11})
+  or die 'the released workers never became reusable';
 is($node->safe_psql('few', 'SELECT uid_next() > 0, uid_current_worker() BETWEEN 1 AND 3'), 't|t',
 	'a new session reuses one');
 

@@ -1,0 +1,46 @@
+# uidgen.max_borrow lowered by a reload while a backend has borrowed far
+# ahead, then that backend crashes: its worker must still be reused only
+# above what it issued.  The floor of a leaked worker comes from the time
+# reservation, so the margin the setting gives no longer decides it.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use UidgenTest;
+
+my $node = new_uidgen_node('borrow_reload', conf => ["uidgen.max_borrow = '1h'", 'restart_after_crash = on']);
+# Two IDs a millisecond: 600,000 IDs borrow about 300 s ahead of the clock.
+$node->safe_psql('postgres', "SELECT uid_configure(41, 13, 1, '2026-01-01+00', 'millisecond')");
+$node->safe_psql('postgres', 'CREATE TABLE t (id bigint PRIMARY KEY)');
+
+my $s = $node->background_psql('postgres');
+$s->query_safe('INSERT INTO t SELECT uid_next() FROM generate_series(1, 600000)');
+my $worker = $s->query_safe('SELECT uid_current_worker()');
+my $pid = $s->query_safe('SELECT pg_backend_pid()');
+my $ahead = $node->safe_psql('postgres',
+	'SELECT extract(epoch FROM max(uid_timestamp(id)) - clock_timestamp())::int FROM t');
+cmp_ok($ahead, '>', 200, "worker $worker borrowed $ahead s ahead of the clock");
+
+$node->safe_psql('postgres', "ALTER SYSTEM SET uidgen.max_borrow = '0'; SELECT pg_reload_conf()");
+$node->poll_query_until('postgres', "SELECT current_setting('uidgen.max_borrow') = '0'")
+  or die 'the reload did not take';
+kill 'KILL', $pid;
+eval { $s->quit };
+$node->poll_query_until('postgres', 'SELECT true') or die 'no crash restart';
+
+my $max_delta = $node->safe_psql('postgres', 'SELECT max(id) >> 14 FROM t');
+$node->safe_psql('postgres', "SELECT uid_reclaim_workers('0')");
+my $last_time = $node->safe_psql('postgres', "SELECT last_time FROM uidgen.worker_node WHERE id = $worker");
+cmp_ok($last_time, '>=', $max_delta,
+	"worker $worker is released at $last_time, not below the $max_delta it issued up to, with max_borrow now 0");
+
+# New sessions take other workers, and every ID stays unique.
+my $after = $node->safe_psql('postgres',
+	'INSERT INTO t SELECT uid_next() FROM generate_series(1, 1000); SELECT uid_current_worker()');
+isnt($after, $worker, 'a new session does not reuse the worker that borrowed ahead');
+is($node->safe_psql('postgres', 'SELECT count(*) = 601000 FROM t'), 't', 'every ID stored once');
+
+$node->stop;
+done_testing();

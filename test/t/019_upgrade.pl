@@ -1,0 +1,82 @@
+# ALTER EXTENSION uidgen UPDATE from every released version, with live data:
+# a table keyed by DEFAULT uid_next(), a session holding a registered worker
+# through the update, and new sessions after it.  No ID may repeat, and the
+# update brings what the new version adds (the time reservation).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use UidgenTest;
+
+my $node = new_uidgen_node('upgrade');
+my $default = $node->safe_psql('postgres',
+	"SELECT default_version FROM pg_available_extensions WHERE name = 'uidgen'");
+my @released = split /\n/, $node->safe_psql('postgres', q{
+	SELECT version FROM pg_available_extension_versions
+	 WHERE name = 'uidgen' AND version <> (SELECT default_version FROM pg_available_extensions WHERE name = 'uidgen')
+	 ORDER BY string_to_array(version, '.')::int[]});
+cmp_ok(scalar(@released), '>', 0, "released versions before $default: @released");
+
+for my $version (@released)
+{
+	my $db = "from_" . ($version =~ s/\W/_/gr);
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, "CREATE EXTENSION uidgen VERSION '$version'");
+	$node->safe_psql($db, 'CREATE TABLE t (id bigint PRIMARY KEY DEFAULT uid_next(), phase text)');
+
+	# A session registered under the old version, with live IDs.
+	my $old = $node->background_psql($db, on_error_stop => 0);
+	$old->query("SET client_min_messages = error");
+	$old->query_safe("INSERT INTO t (phase) SELECT 'before' FROM generate_series(1, 5000)");
+	my $worker = $old->query_safe('SELECT uid_current_worker()');
+	like($worker, qr/^\d+$/, "$version: a session holds worker $worker");
+
+	# A library newer than the SQL says so once, and keeps working.
+	my ($stdout, $stderr);
+	$node->psql($db, 'SELECT uid_next() > 0', stdout => \$stdout, stderr => \$stderr);
+	like($stderr, qr/SQL objects of extension "uidgen" are older than its library.*ALTER EXTENSION uidgen UPDATE/s,
+		"$version: the new library warns that the SQL is old") if $version ne $default;
+
+	$node->safe_psql($db, 'ALTER EXTENSION uidgen UPDATE');
+	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'uidgen'"), $default,
+		"$version: updated to $default");
+	my $mark = $node->safe_psql($db, 'SELECT last_value FROM uidgen.reserved_until');
+	my $known = $node->safe_psql($db, 'SELECT coalesce(max(last_time), -1) FROM uidgen.worker_node');
+	cmp_ok($mark, '>=', $known, "$version: the reservation starts at the latest unit the registry knew ($known)");
+
+	# The session from before the update goes on under its worker, increasing.
+	$old->query_safe("INSERT INTO t (phase) SELECT 'same session' FROM generate_series(1, 5000)");
+	is($old->query_safe('SELECT uid_current_worker()'), $worker, "$version: the old session kept its worker");
+	is($node->safe_psql($db, q{
+		SELECT bool_and(a.id > b.max) FROM t a, (SELECT max(id) FROM t WHERE phase = 'before') b
+		 WHERE a.phase = 'same session'}), 't', "$version: and its IDs went on increasing");
+
+	# New sessions reserve time, and churn through the load client into the same table.
+	$node->safe_psql($db, "INSERT INTO t (phase) SELECT 'new session' FROM generate_series(1, 1000)");
+	is($node->safe_psql($db, q{
+		SELECT last_value >= (SELECT max(id) >> 22 FROM t) FROM uidgen.reserved_until}), 't',
+		"$version: a new session's IDs are covered by the reservation");
+	my $dsn = $node->connstr($db);
+	my ($code, $f) = run_load($node, '--dsn', $dsn, '--mode', 'churn', '--method', 'insert', '--table', 't',
+		'--connections', '4', '--ids', '5000', '--per-connection', '100', '--fetch', '100');
+	is($code, 0, "$version: churn after the update found nothing wrong");
+	$old->quit;
+
+	is($node->safe_psql($db, 'SELECT count(*) = count(DISTINCT id) AND count(*) = 31000 FROM t'), 't',
+		"$version: every one of 31,000 IDs unique");
+
+	# The updated database is the same as a fresh one of the new version.
+	$node->safe_psql('postgres', "CREATE DATABASE fresh_$db");
+	$node->safe_psql("fresh_$db", 'CREATE EXTENSION uidgen');
+	my $objects = q{
+		SELECT pg_describe_object(classid, objid, objsubid) FROM pg_depend
+		 WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+		   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'uidgen') ORDER BY 1};
+	is($node->safe_psql($db, $objects), $node->safe_psql("fresh_$db", $objects),
+		"$version: the updated extension has the objects of a fresh $default");
+}
+
+$node->stop;
+done_testing();
