@@ -126,12 +126,7 @@ database_layout()
 		 */
 		if (!IsInParallelMode())
 			LockRelationOid(relid, RowShareLock);
-		SPI_connect();
-		int nest_level = begin_pinned_search_path();
-		Layout layout = read_layout(!IsInParallelMode());
-		end_pinned_search_path(nest_level);
-		SPI_finish();
-		cached_layout = layout;
+		cached_layout = with_spi(Rights::Caller, [] { return read_layout(!IsInParallelMode()); });
 	}
 	return *cached_layout;
 }

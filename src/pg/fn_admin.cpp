@@ -99,11 +99,8 @@ UIDGEN_FUNCTION(uid_layout)
 	/* A copy: the SPI below may process an invalidation that resets the cache. */
 	Layout layout = database_layout();
 
-	SPI_connect();
-	int nest_level = begin_pinned_search_path();
-	bool configurable = !layout_is_in_use();
-	end_pinned_search_path(nest_level);
-	SPI_finish();
+	bool configurable = with_spi(Rights::Caller, [] { return !layout_is_in_use(); });
+
 	return layout_info_datum(fcinfo, layout, configurable);
 }
 
@@ -188,18 +185,17 @@ UIDGEN_FUNCTION(uid_reclaim_workers)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("margin must be between 0 and 1 year"),
-				 errhint("A released worker is reused only after its margin; uidgen.max_borrow is the safe "
-						 "margin for a backend that died just now.")));
+				 errhint("A released worker is reused only once its margin has passed, and never before the "
+						 "time reservation uidgen.reserved_until.")));
 
-	SPI_connect();
-	int nest_level = begin_pinned_search_path();
-	Layout layout = read_layout(true);
-	int64_t until_delta = layout.delta_at(backend_clock().now_ms()) +
-						  (margin_ms + layout.unit_ms() - 1) / layout.unit_ms();
-	int released = release_dead_workers(worker_node_relid(), database_identity(), until_delta);
+	int released = with_spi(Rights::Caller, [margin_ms] {
+		Layout layout = read_layout(true);
+		int64_t until_delta = layout.delta_at(backend_clock().now_ms()) +
+							  (margin_ms + layout.unit_ms() - 1) / layout.unit_ms();
 
-	end_pinned_search_path(nest_level);
-	SPI_finish();
+		return release_dead_workers(worker_node_relid(), database_identity(), until_delta);
+	});
+
 	PG_RETURN_INT32(released);
 }
 

@@ -54,13 +54,12 @@ raise_mark(Oid sequence_relid, int64_t delta, int64_t window_units)
 	(void) LockAcquire(&tag, ExclusiveLock, true, false);
 	PG_TRY();
 	{
-		OwnerContext owner;
+		covered = with_spi(Rights::Owner, [delta, window_units] {
+			int64_t mark = read_mark();
 
-		SPI_connect();
-		begin_as_owner(&owner);
-		covered = read_mark();
-		if (covered < delta)
-		{
+			if (mark >= delta)
+				return mark;	/* raised by another backend: adopt it */
+
 			Oid types[1] = {INT8OID};
 			Datum values[1] = {Int64GetDatum(delta + window_units)};
 
@@ -68,10 +67,8 @@ raise_mark(Oid sequence_relid, int64_t delta, int64_t window_units)
 					Visibility::Transaction, SPI_OK_SELECT);
 			/* Durable before any ID under it is issued, whether or not this transaction commits. */
 			XLogFlush(XactLastRecEnd);
-			covered = delta + window_units;
-		}
-		end_as_owner(&owner);
-		SPI_finish();
+			return delta + window_units;
+		});
 	}
 	PG_FINALLY();
 	{
