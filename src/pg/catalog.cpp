@@ -19,6 +19,9 @@ extern "C" {
 
 extern "C" {
 static void uidgen_catalog_relcache_callback(Datum arg, Oid relid);
+static void uidgen_catalog_xact_callback(XactEvent event, void *arg);
+static void uidgen_catalog_subxact_callback(SubXactEvent event, SubTransactionId subid,
+											SubTransactionId parent_subid, void *arg);
 }
 
 namespace uidgen::pg {
@@ -28,6 +31,12 @@ namespace {
 Oid cached_config_relid = InvalidOid;
 Oid cached_worker_node_relid = InvalidOid;
 std::optional<Layout> cached_layout;
+/*
+ * decoding_layout() took its lock in this transaction.  Reset at every
+ * transaction end and subtransaction abort (which may have released the
+ * lock); a needless re-lock is harmless.
+ */
+bool decoding_lock_held = false;
 
 Oid
 lookup_relid(const char *relname)
@@ -50,6 +59,12 @@ forget_cached(Oid relid)
 		cached_layout.reset();
 	if (relid == InvalidOid || relid == cached_config_relid || relid == cached_worker_node_relid)
 		cached_config_relid = cached_worker_node_relid = InvalidOid;
+}
+
+void
+forget_decoding_lock()
+{
+	decoding_lock_held = false;
 }
 
 } // namespace
@@ -119,6 +134,22 @@ database_layout()
 	return *cached_layout;
 }
 
+const Layout &
+decoding_layout()
+{
+	if (unlikely(!decoding_lock_held))
+	{
+		/*
+		 * Conflicts with uid_configure's ExclusiveLock: a change in progress
+		 * is waited for, and taking the lock processes its invalidation, so
+		 * database_layout() reloads the new layout.
+		 */
+		LockRelationOid(config_relid(), RowShareLock);
+		decoding_lock_held = true;
+	}
+	return database_layout();
+}
+
 void
 forget_catalog_cache()
 {
@@ -129,7 +160,10 @@ void
 register_catalog_callbacks()
 {
 	CacheRegisterRelcacheCallback(uidgen_catalog_relcache_callback, 0);
+	RegisterXactCallback(uidgen_catalog_xact_callback, nullptr);
+	RegisterSubXactCallback(uidgen_catalog_subxact_callback, nullptr);
 }
+
 
 } // namespace uidgen::pg
 
@@ -137,4 +171,28 @@ static void
 uidgen_catalog_relcache_callback(Datum, Oid relid)
 {
 	uidgen::pg::forget_cached(relid);
+}
+
+static void
+uidgen_catalog_xact_callback(XactEvent event, void *)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			uidgen::pg::forget_decoding_lock();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+uidgen_catalog_subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		uidgen::pg::forget_decoding_lock();
 }

@@ -84,6 +84,68 @@ layout_info_datum(FunctionCallInfo fcinfo, const Layout &layout, bool configurab
 	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
 }
 
+/*
+ * Refuses a change of layout while any object of this database depends on
+ * the IMMUTABLE field functions uid_timestamp(), uid_worker_id() and
+ * uid_sequence(): an expression or partial index, a generated column, a
+ * check constraint, a view or materialized view, or a function with an
+ * SQL-standard body.  Their stored values were computed under the layout in
+ * force and would silently disagree with a new one.  Function bodies kept
+ * as strings (plpgsql, quoted SQL) leave no trace in pg_depend and cannot
+ * be seen.
+ *
+ * Runs under uid_configure's ExclusiveLock on uidgen.config and reads
+ * pg_depend as of now (not as of the transaction's snapshot).  Every
+ * evaluation of these functions holds RowShareLock on uidgen.config to the
+ * end of its transaction (decoding_layout()), and the two conflict:
+ *
+ *	- a transaction that computed values under the current layout (a
+ *	  CREATE INDEX building, say) has committed or aborted before the lock
+ *	  is granted, so a dependent object it made is seen here;
+ *	- one that computes after this check waits for the change to commit (or
+ *	  abort), and taking its lock processes the invalidation, so it computes
+ *	  under the new layout; an object it made before the check (an index on
+ *	  an empty table) holds no value of the old one.
+ *
+ * A catalog lock on the functions themselves would not help: PostgreSQL
+ * records a dependency without locking the referenced function.
+ */
+void
+refuse_if_decoders_have_dependents()
+{
+	uint64 rows = spi_run(
+		"WITH f AS ("
+		"    SELECT p.oid FROM pg_catalog.pg_proc p "
+		"      JOIN pg_catalog.pg_depend m ON m.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass "
+		"       AND m.objid = p.oid AND m.deptype = 'e' "
+		"       AND m.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass "
+		"      JOIN pg_catalog.pg_extension x ON x.oid = m.refobjid AND x.extname = 'uidgen' "
+		"     WHERE p.prosrc IN ('uid_timestamp', 'uid_worker_id', 'uid_sequence')), "
+		"d AS ("
+		"    SELECT DISTINCT d.classid, d.objid, d.objsubid FROM pg_catalog.pg_depend d "
+		"     WHERE d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass "
+		"       AND d.refobjid IN (SELECT oid FROM f)) "
+		"SELECT pg_catalog.count(*) OVER (), description "
+		"  FROM (SELECT pg_catalog.pg_describe_object(classid, objid, objsubid) AS description FROM d) o "
+		" ORDER BY description COLLATE \"C\" LIMIT 1",
+		0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
+
+	if (rows == 0)
+		return;
+
+	int64_t count = spi_int64(0, 0);
+	char *description = spi_text(0, 1);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot change the layout while objects depend on uid_timestamp(), uid_worker_id() or "
+					"uid_sequence()"),
+			 errdetail_plural("%lld object depends on them: %s.", "%lld objects depend on them, among them %s.",
+							  static_cast<unsigned long>(count), static_cast<long long>(count), description),
+			 errhint("Their values were computed under the current layout. Drop them, change the layout, "
+					 "and create them again.")));
+}
+
 int64_t
 interval_ms(const Interval *interval)
 {
@@ -109,8 +171,9 @@ UIDGEN_FUNCTION(uid_layout)
 
 /*
  * uid_configure(time_bits, worker_bits, seq_bits, epoch, unit) returns
- * uidgen.layout_info.  Refused once a worker has registered, unless the
- * layout is the one in force (so that set-up scripts can run again).
+ * uidgen.layout_info.  Refused once a worker has registered, or while
+ * objects depend on the IMMUTABLE field functions, unless the layout is the
+ * one in force (so that set-up scripts can run again).
  */
 UIDGEN_FUNCTION(uid_configure)
 {
@@ -131,7 +194,10 @@ UIDGEN_FUNCTION(uid_configure)
 	SPI_connect();
 	int nest_level = begin_pinned_search_path();
 
-	/* Registrations take RowShareLock: none can start until we commit. */
+	/*
+	 * Registrations and the IMMUTABLE decoders take RowShareLock: none can
+	 * start until we commit (see refuse_if_decoders_have_dependents).
+	 */
 	LockRelationOid(config_relid(), ExclusiveLock);
 	Layout current = read_layout(true);
 
@@ -152,6 +218,7 @@ UIDGEN_FUNCTION(uid_configure)
 					 errdetail("IDs issued in this database decode only under layout %s.",
 							   current_text),
 					 errhint("Choose the layout before the first uid_next(); a new layout needs a new database.")));
+		refuse_if_decoders_have_dependents();
 
 		Oid types[5] = {INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TEXTOID};
 		Datum values[5] = {Int32GetDatum(layout.time_bits()), Int32GetDatum(layout.worker_bits()),
