@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "catalog/namespace.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "storage/lmgr.h"
 #include "utils/inval.h"
@@ -59,6 +60,28 @@ forget_cached(Oid relid)
 		cached_layout.reset();
 	if (relid == InvalidOid || relid == cached_config_relid || relid == cached_worker_node_relid)
 		cached_config_relid = cached_worker_node_relid = InvalidOid;
+}
+
+/*
+ * In parallel mode the layout is read with the leader's snapshot, which may
+ * predate a uid_configure that committed while this process waited for its
+ * lock (decoding_layout()).  The row version that snapshot sees has then
+ * been replaced by a committed update: error rather than decode under the
+ * old layout.  (Nothing else locks or updates uidgen.config's row.)
+ */
+void
+refuse_stale_layout()
+{
+	spi_run("SELECT xmax FROM uidgen.config", 0, nullptr, nullptr, Visibility::ReadOnly, SPI_OK_SELECT);
+
+	TransactionId xmax = spi_xid(0, 0);
+
+	if (TransactionIdIsNormal(xmax) && !TransactionIdIsCurrentTransactionId(xmax) &&
+		TransactionIdDidCommit(xmax))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not decode with the uidgen layout because it changed during this statement"),
+				 errhint("Run the statement again.")));
 }
 
 void
@@ -127,6 +150,8 @@ database_layout()
 		SPI_connect();
 		int nest_level = begin_pinned_search_path();
 		Layout layout = read_layout(!IsInParallelMode());
+		if (IsInParallelMode())
+			refuse_stale_layout();
 		end_pinned_search_path(nest_level);
 		SPI_finish();
 		cached_layout = layout;
