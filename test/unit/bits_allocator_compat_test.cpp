@@ -19,14 +19,6 @@
 #include <cstdint>
 #include <random>
 
-using uidgen::Error;
-using uidgen::ErrorKind;
-using uidgen::Layout;
-using uidgen::TimeUnit;
-using uidgen::UidFields;
-
-using uidgen::test::kBaiduEpoch;
-
 namespace {
 
 /* Twitter Snowflake's epoch, 2010-11-04 01:42:54.657 UTC. */

@@ -21,33 +21,6 @@
 #include <random>
 #include <vector>
 
-using uidgen::Error;
-using uidgen::ErrorKind;
-using uidgen::Generator;
-using uidgen::GeneratorKind;
-using uidgen::GeneratorLimits;
-using uidgen::Layout;
-using uidgen::ManualClock;
-using uidgen::TimeUnit;
-using uidgen::UidFields;
-
-using uidgen::test::kNow;
-
-namespace {
-
-constexpr int64_t kEpoch = Layout::default_epoch_ms;
-
-GeneratorLimits
-limits(int64_t max_borrow_ms, int64_t max_backwards_wait_ms)
-{
-	GeneratorLimits l;
-	l.max_borrow_ms = max_borrow_ms;
-	l.max_backwards_wait_ms = max_backwards_wait_ms;
-	return l;
-}
-
-} // namespace
-
 TEST(GeneratorSwitch, StrictAlternationStrictlyIncreases)
 {
 	Layout l(41, 13, 4, kEpoch, TimeUnit::Millisecond);

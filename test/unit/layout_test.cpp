@@ -24,15 +24,6 @@
 #include <string>
 #include <tuple>
 
-using uidgen::Error;
-using uidgen::ErrorKind;
-using uidgen::Layout;
-using uidgen::TimeUnit;
-using uidgen::UidFields;
-
-using uidgen::test::kBaiduEpoch;
-using uidgen::test::contains;
-
 namespace {
 
 /* 2026-01-01 00:00:00 UTC, the default epoch. */
@@ -60,7 +51,6 @@ thrown_error(const std::function<void()> &f)
 	ADD_FAILURE() << "expected a uidgen::Error, but nothing was thrown";
 	return std::nullopt;
 }
-
 
 /* A random valid shape: total bits in 3..63, split into three non-empty fields. */
 Layout
