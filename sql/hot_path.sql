@@ -1,4 +1,4 @@
--- DESIGN invariant 4: after a backend's first call, uid_next() touches no
+-- docs/design.md invariant 4: after a backend's first call, uid_next() touches no
 -- table (no SPI), takes no lock and writes nothing.
 SET client_min_messages = warning;
 SELECT uid_next() > 0 AS registered;	-- the first call registers, and commits its claim

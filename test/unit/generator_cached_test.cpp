@@ -1,7 +1,7 @@
 /*
  * generator_cached_test.cpp
  *	  Unit tests of Generator::next_cached, the borrowing generator
- *	  (DESIGN.md section 3, "cached").
+ *	  (docs/design.md section 3.2).
  *
  * Time is always a ManualClock: it only moves when a test moves it or when
  * the generator sleeps on it, and it records every sleep.  So "borrows
