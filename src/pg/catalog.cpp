@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "catalog/namespace.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "storage/lmgr.h"
 #include "utils/inval.h"
@@ -19,6 +20,9 @@ extern "C" {
 
 extern "C" {
 static void uidgen_catalog_relcache_callback(Datum arg, Oid relid);
+static void uidgen_catalog_xact_callback(XactEvent event, void *arg);
+static void uidgen_catalog_subxact_callback(SubXactEvent event, SubTransactionId subid,
+											SubTransactionId parent_subid, void *arg);
 }
 
 namespace uidgen::pg {
@@ -29,6 +33,12 @@ Oid cached_config_relid = InvalidOid;
 Oid cached_worker_node_relid = InvalidOid;
 Oid cached_reserved_until_relid = InvalidOid;
 std::optional<Layout> cached_layout;
+/*
+ * decoding_layout() took its lock in this transaction.  Reset at every
+ * transaction end and subtransaction abort (which may have released the
+ * lock); a needless re-lock is harmless.
+ */
+bool decoding_lock_held = false;
 
 Oid
 lookup_relid_if_exists(const char *relname)
@@ -59,6 +69,34 @@ forget_cached(Oid relid)
 	if (relid == InvalidOid || relid == cached_config_relid || relid == cached_worker_node_relid ||
 		relid == cached_reserved_until_relid)
 		cached_config_relid = cached_worker_node_relid = cached_reserved_until_relid = InvalidOid;
+}
+
+/*
+ * In parallel mode the layout is read with the leader's snapshot, which may
+ * predate a uid_configure that committed while this process waited for its
+ * lock (decoding_layout()).  The row version that snapshot sees has then
+ * been replaced by a committed update: error rather than decode under the
+ * old layout.  (Nothing else locks or updates uidgen.config's row.)
+ */
+void
+refuse_stale_layout()
+{
+	spi_run("SELECT xmax FROM uidgen.config", 0, nullptr, nullptr, Visibility::ReadOnly, SPI_OK_SELECT);
+
+	TransactionId xmax = spi_xid(0, 0);
+
+	if (TransactionIdIsNormal(xmax) && !TransactionIdIsCurrentTransactionId(xmax) &&
+		TransactionIdDidCommit(xmax))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not decode with the uidgen layout because it changed during this statement"),
+				 errhint("Run the statement again.")));
+}
+
+void
+forget_decoding_lock()
+{
+	decoding_lock_held = false;
 }
 
 } // namespace
@@ -126,9 +164,31 @@ database_layout()
 		 */
 		if (!IsInParallelMode())
 			LockRelationOid(relid, RowShareLock);
-		cached_layout = with_spi(Rights::Caller, [] { return read_layout(!IsInParallelMode()); });
+		cached_layout = with_spi(Rights::Caller, [] {
+			Layout layout = read_layout(!IsInParallelMode());
+
+			if (IsInParallelMode())
+				refuse_stale_layout();
+			return layout;
+		});
 	}
 	return *cached_layout;
+}
+
+const Layout &
+decoding_layout()
+{
+	if (unlikely(!decoding_lock_held))
+	{
+		/*
+		 * Conflicts with uid_configure's ExclusiveLock: a change in progress
+		 * is waited for, and taking the lock processes its invalidation, so
+		 * database_layout() reloads the new layout.
+		 */
+		LockRelationOid(config_relid(), RowShareLock);
+		decoding_lock_held = true;
+	}
+	return database_layout();
 }
 
 void
@@ -141,7 +201,10 @@ void
 register_catalog_callbacks()
 {
 	CacheRegisterRelcacheCallback(uidgen_catalog_relcache_callback, 0);
+	RegisterXactCallback(uidgen_catalog_xact_callback, nullptr);
+	RegisterSubXactCallback(uidgen_catalog_subxact_callback, nullptr);
 }
+
 
 } // namespace uidgen::pg
 
@@ -149,4 +212,28 @@ static void
 uidgen_catalog_relcache_callback(Datum, Oid relid)
 {
 	uidgen::pg::forget_cached(relid);
+}
+
+static void
+uidgen_catalog_xact_callback(XactEvent event, void *)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			uidgen::pg::forget_decoding_lock();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+uidgen_catalog_subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		uidgen::pg::forget_decoding_lock();
 }

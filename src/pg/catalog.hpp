@@ -31,6 +31,17 @@ Oid reserved_until_relid();
 const Layout &database_layout();
 
 /*
+ * database_layout() for the IMMUTABLE decoders (uid_timestamp, uid_worker_id,
+ * uid_sequence): also holds RowShareLock on uidgen.config until the end of
+ * the transaction, taken on the first call of each (sub)transaction, so
+ * that uid_configure cannot change the layout while values computed under
+ * it may still be on their way into an index, a generated column or a
+ * constraint (fn_admin.cpp; docs/design.md section 2.3).  After the first
+ * call of a transaction this costs one comparison.
+ */
+const Layout &decoding_layout();
+
+/*
  * Reads the layout with the given visibility inside an open SPI connection
  * (no cache).  Latest visibility is what registration uses; it also wants
  * the registry's origin (uidgen.config.origin, palloc'd) when origin is not

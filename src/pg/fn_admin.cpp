@@ -11,13 +11,22 @@
 #include "pg/worker_lock.hpp"
 
 extern "C" {
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
+#include "catalog/objectaddress.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 }
 
@@ -84,6 +93,123 @@ layout_info_datum(FunctionCallInfo fcinfo, const Layout &layout, bool configurab
 	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
 }
 
+/*
+ * Refuses a change of layout while any object of this database depends on
+ * the IMMUTABLE field functions uid_timestamp(), uid_worker_id() and
+ * uid_sequence(): an expression or partial index, a generated column, a
+ * check constraint, a view or materialized view, or a function with an
+ * SQL-standard body.  Their stored values were computed under the layout in
+ * force and would silently disagree with a new one.  Function bodies kept
+ * as strings (plpgsql, quoted SQL) leave no trace in pg_depend and cannot
+ * be seen.
+ *
+ * Runs under uid_configure's ExclusiveLock on uidgen.config.  Every
+ * evaluation of these functions holds RowShareLock on uidgen.config to the
+ * end of its transaction (decoding_layout()), and the two conflict:
+ *
+ *	- a transaction that computed values under the current layout (a
+ *	  CREATE INDEX building, say) has ended before our lock is granted, so
+ *	  an object it made is in pg_depend now;
+ *	- one that computes after this check waits for the change to commit (or
+ *	  abort), and taking its lock processes the invalidation, so it computes
+ *	  under the new layout (a parallel worker, which cannot take a newer
+ *	  snapshot, errors instead: catalog.cpp); an object it made before the
+ *	  check (an index on an empty table) holds no value of the old layout.
+ *
+ * Parallel workers release their locks when they exit, before their leader
+ * commits, so pg_depend is read with a dirty snapshot: a dependency row
+ * that a transaction in progress has inserted (an index whose build ran in
+ * workers only) counts too.  A lock on the functions themselves would not
+ * help: PostgreSQL records a dependency without locking what it refers to.
+ */
+void
+refuse_if_decoders_have_dependents()
+{
+	uint64 nfunctions = spi_run(
+		"SELECT p.oid FROM pg_catalog.pg_proc p "
+		"  JOIN pg_catalog.pg_depend m ON m.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass "
+		"   AND m.objid = p.oid AND m.deptype = 'e' "
+		"   AND m.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass "
+		"  JOIN pg_catalog.pg_extension x ON x.oid = m.refobjid AND x.extname = 'uidgen' "
+		" WHERE p.prosrc IN ('uid_timestamp', 'uid_worker_id', 'uid_sequence')",
+		0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
+	Oid functions[3];
+	int nfound = 0;
+	bool isnull;
+
+	for (uint64 i = 0; i < nfunctions && nfound < 3; i++)
+		functions[nfound++] =
+			DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+
+	Relation depend = table_open(DependRelationId, AccessShareLock);
+	SnapshotData dirty;
+	ObjectAddress *dependents = nullptr;
+	int ndependents = 0;
+	int capacity = 0;
+
+	InitDirtySnapshot(dirty);
+	for (int f = 0; f < nfound; f++)
+	{
+		ScanKeyData keys[2];
+		HeapTuple tuple;
+
+		ScanKeyInit(&keys[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(ProcedureRelationId));
+		ScanKeyInit(&keys[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(functions[f]));
+		SysScanDesc scan = systable_beginscan(depend, DependReferenceIndexId, true, &dirty, 2, keys);
+
+		while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+		{
+			Form_pg_depend row = reinterpret_cast<Form_pg_depend>(GETSTRUCT(tuple));
+			ObjectAddress object{row->classid, row->objid, row->objsubid};
+			bool seen = false;
+
+			for (int i = 0; i < ndependents && !seen; i++)
+				seen = dependents[i].classId == object.classId && dependents[i].objectId == object.objectId &&
+					   dependents[i].objectSubId == object.objectSubId;
+			if (seen)
+				continue;
+			if (ndependents == capacity)
+			{
+				capacity = capacity == 0 ? 8 : capacity * 2;
+				dependents = static_cast<ObjectAddress *>(
+					dependents == nullptr ? palloc(sizeof(ObjectAddress) * capacity)
+										  : repalloc(dependents, sizeof(ObjectAddress) * capacity));
+			}
+			dependents[ndependents++] = object;
+		}
+		systable_endscan(scan);
+	}
+	table_close(depend, AccessShareLock);
+
+	if (ndependents == 0)
+		return;
+
+	/* Name the first by description, so that the message is stable. */
+	const char *named = nullptr;
+
+	for (int i = 0; i < ndependents; i++)
+	{
+		/* NULL for an object whose creating transaction is still in progress. */
+		char *description = getObjectDescription(&dependents[i], true);
+
+		if (description != nullptr && (named == nullptr || strcmp(description, named) < 0))
+			named = description;
+	}
+	if (named == nullptr)
+		named = "an object that a transaction in progress is creating";
+
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot change the layout while objects depend on uid_timestamp(), uid_worker_id() or "
+					"uid_sequence()"),
+			 errdetail_plural("%d object depends on them: %s.", "%d objects depend on them, among them %s.",
+							  static_cast<unsigned long>(ndependents), ndependents, named),
+			 errhint("Their values were computed under the current layout. Drop them, change the layout, "
+					 "and create them again.")));
+}
+
 int64_t
 interval_ms(const Interval *interval)
 {
@@ -106,8 +232,9 @@ UIDGEN_FUNCTION(uid_layout)
 
 /*
  * uid_configure(time_bits, worker_bits, seq_bits, epoch, unit) returns
- * uidgen.layout_info.  Refused once a worker has registered, unless the
- * layout is the one in force (so that set-up scripts can run again).
+ * uidgen.layout_info.  Refused once a worker has registered, or while
+ * objects depend on the IMMUTABLE field functions, unless the layout is the
+ * one in force (so that set-up scripts can run again).
  */
 UIDGEN_FUNCTION(uid_configure)
 {
@@ -128,7 +255,10 @@ UIDGEN_FUNCTION(uid_configure)
 	SPI_connect();
 	int nest_level = begin_pinned_search_path();
 
-	/* Registrations take RowShareLock: none can start until we commit. */
+	/*
+	 * Registrations and the IMMUTABLE decoders take RowShareLock: none can
+	 * start until we commit (see refuse_if_decoders_have_dependents).
+	 */
 	LockRelationOid(config_relid(), ExclusiveLock);
 	Layout current = read_layout(true);
 
@@ -149,6 +279,7 @@ UIDGEN_FUNCTION(uid_configure)
 					 errdetail("IDs issued in this database decode only under layout %s.",
 							   current_text),
 					 errhint("Choose the layout before the first uid_next(); a new layout needs a new database.")));
+		refuse_if_decoders_have_dependents();
 
 		Oid types[5] = {INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TEXTOID};
 		Datum values[5] = {Int32GetDatum(layout.time_bits()), Int32GetDatum(layout.worker_bits()),

@@ -110,10 +110,18 @@ UIDGEN_FUNCTION(uid_parse_json)
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(json));
 }
 
+/*
+ * The three field functions are IMMUTABLE so that they can be indexed, yet
+ * read the layout from uidgen.config: decoding_layout() holds the lock that
+ * keeps uid_configure from changing it under a computation, and
+ * uid_configure refuses to change it while any object depends on them
+ * (docs/design.md section 2.3).
+ */
+
 /* uid_timestamp(uid bigint) returns timestamptz: the start of the ID's time unit. */
 UIDGEN_FUNCTION(uid_timestamp)
 {
-	const Layout &layout = database_layout();
+	const Layout &layout = decoding_layout();
 
 	return TimestampTzGetDatum(timestamp_of_delta(layout, layout.decompose(PG_GETARG_INT64(0)).delta));
 }
@@ -121,13 +129,13 @@ UIDGEN_FUNCTION(uid_timestamp)
 /* uid_worker_id(uid bigint) returns bigint. */
 UIDGEN_FUNCTION(uid_worker_id)
 {
-	return Int64GetDatum(database_layout().decompose(PG_GETARG_INT64(0)).worker);
+	return Int64GetDatum(decoding_layout().decompose(PG_GETARG_INT64(0)).worker);
 }
 
 /* uid_sequence(uid bigint) returns bigint. */
 UIDGEN_FUNCTION(uid_sequence)
 {
-	return Int64GetDatum(database_layout().decompose(PG_GETARG_INT64(0)).sequence);
+	return Int64GetDatum(decoding_layout().decompose(PG_GETARG_INT64(0)).sequence);
 }
 
 /* uid_min(ts timestamptz) returns bigint: the smallest ID of ts's time unit. */

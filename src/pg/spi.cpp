@@ -105,6 +105,12 @@ spi_timestamptz(uint64 row, int col)
 	return DatumGetTimestampTz(spi_not_null(row, col));
 }
 
+TransactionId
+spi_xid(uint64 row, int col)
+{
+	return DatumGetTransactionId(spi_not_null(row, col));
+}
+
 char *
 spi_text(uint64 row, int col)
 {

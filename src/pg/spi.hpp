@@ -44,6 +44,7 @@ int64_t spi_int64(uint64 row, int col);
 int32 spi_int32(uint64 row, int col);
 bool spi_bool(uint64 row, int col);
 TimestampTz spi_timestamptz(uint64 row, int col);
+TransactionId spi_xid(uint64 row, int col);
 /* palloc'd in the caller's memory context (before SPI_finish). */
 char *spi_text(uint64 row, int col);
 

@@ -1,9 +1,9 @@
 /*
  * bits_allocator_compat_test.cpp
  *	  Compatibility of uidgen::Layout with UidGenerator's BitsAllocator and
- *	  DefaultUidGenerator.parseUID (reference/uid-generator.md section 1-2).
+ *	  DefaultUidGenerator.parseUID, as in the Java sources.
  *
- * DESIGN.md section 2 promises that IDs made by the Java library decode
+ * docs/design.md section 2.1 promises that IDs made by the Java library decode
  * here and vice versa when the same layout and epoch are given.  The Java
  * formulas are transcribed below in unsigned arithmetic (Java's << on long
  * wraps, and >>> is a logical shift), and compared with compose() and
@@ -18,14 +18,6 @@
 
 #include <cstdint>
 #include <random>
-
-using uidgen::Error;
-using uidgen::ErrorKind;
-using uidgen::Layout;
-using uidgen::TimeUnit;
-using uidgen::UidFields;
-
-using uidgen::test::kBaiduEpoch;
 
 namespace {
 

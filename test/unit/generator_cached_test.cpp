@@ -1,7 +1,7 @@
 /*
  * generator_cached_test.cpp
  *	  Unit tests of Generator::next_cached, the borrowing generator
- *	  (DESIGN.md section 3, "cached").
+ *	  (docs/design.md section 3.2).
  *
  * Time is always a ManualClock: it only moves when a test moves it or when
  * the generator sleeps on it, and it records every sleep.  So "borrows
@@ -24,52 +24,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-using uidgen::Error;
-using uidgen::ErrorKind;
-using uidgen::Generator;
-using uidgen::GeneratorKind;
-using uidgen::GeneratorLimits;
-using uidgen::Layout;
-using uidgen::ManualClock;
-using uidgen::TimeUnit;
-using uidgen::UidFields;
-
-using uidgen::test::any_time;
-using uidgen::test::kNow;
-
-namespace {
-
-constexpr int64_t kEpoch = Layout::default_epoch_ms;
-
-GeneratorLimits
-limits(int64_t max_borrow_ms, int64_t max_backwards_wait_ms = 1000)
-{
-	GeneratorLimits l;
-	l.max_borrow_ms = max_borrow_ms;
-	l.max_backwards_wait_ms = max_backwards_wait_ms;
-	return l;
-}
-
-/* Runs a call that must throw uidgen::Error of the given kind. */
-template <typename F>
-std::optional<Error>
-expect_error(F &&f, ErrorKind kind)
-{
-	try
-	{
-		int64_t uid = f();
-		ADD_FAILURE() << "expected a uidgen::Error, got uid " << uid;
-	}
-	catch (const Error &e)
-	{
-		EXPECT_EQ(e.kind(), kind) << e.what();
-		return e;
-	}
-	return std::nullopt;
-}
-
-} // namespace
 
 TEST(GeneratorCached, FirstIdIsTheWallClock)
 {

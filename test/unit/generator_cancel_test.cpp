@@ -22,19 +22,7 @@
 #include <cstdint>
 #include <vector>
 
-using uidgen::Generator;
-using uidgen::GeneratorKind;
-using uidgen::GeneratorLimits;
-using uidgen::Layout;
-using uidgen::TimeUnit;
-using uidgen::UidFields;
-
-using uidgen::test::any_time;
-using uidgen::test::kNow;
-
 namespace {
-
-constexpr int64_t kEpoch = Layout::default_epoch_ms;
 
 /* Not a uidgen::Error: the generator must not swallow or translate it. */
 struct QueryCanceled
@@ -71,15 +59,6 @@ private:
 	int allowed_;
 	std::vector<int64_t> asked_;
 };
-
-GeneratorLimits
-limits(int64_t max_borrow_ms, int64_t max_backwards_wait_ms = 1000)
-{
-	GeneratorLimits l;
-	l.max_borrow_ms = max_borrow_ms;
-	l.max_backwards_wait_ms = max_backwards_wait_ms;
-	return l;
-}
 
 /* Calls next() expecting the cancel; checks it carries the sleep asked for. */
 void

@@ -1,7 +1,7 @@
 /*
  * generator_default_test.cpp
  *	  Unit tests of Generator::next_default, the wall-clock generator
- *	  (DESIGN.md section 3, "default").
+ *	  (docs/design.md section 3.3).
  *
  * The default generator never borrows: every ID it returns belongs to the
  * time unit the clock shows when it returns.  When a unit is used up it
@@ -24,49 +24,13 @@
 #include <string>
 #include <vector>
 
-using uidgen::Error;
-using uidgen::ErrorKind;
-using uidgen::Generator;
-using uidgen::GeneratorKind;
-using uidgen::GeneratorLimits;
-using uidgen::Layout;
-using uidgen::ManualClock;
-using uidgen::TimeUnit;
-using uidgen::UidFields;
-
-using uidgen::test::any_time;
-using uidgen::test::kNow;
-using uidgen::test::contains;
-
 namespace {
-
-constexpr int64_t kEpoch = Layout::default_epoch_ms;
-
-GeneratorLimits
-limits(int64_t max_backwards_wait_ms, int64_t max_borrow_ms = 10000)
-{
-	GeneratorLimits l;
-	l.max_borrow_ms = max_borrow_ms;
-	l.max_backwards_wait_ms = max_backwards_wait_ms;
-	return l;
-}
 
 std::optional<Error>
 default_error(Generator &g, uidgen::Clock &clock, const GeneratorLimits &lim, ErrorKind kind)
 {
-	try
-	{
-		int64_t uid = g.next_default(clock, lim);
-		ADD_FAILURE() << "expected a uidgen::Error, got uid " << uid;
-	}
-	catch (const Error &e)
-	{
-		EXPECT_EQ(e.kind(), kind) << e.what();
-		return e;
-	}
-	return std::nullopt;
+	return expect_error([&] { return g.next_default(clock, lim); }, kind);
 }
-
 
 } // namespace
 
@@ -78,14 +42,14 @@ TEST(GeneratorDefault, SequenceThenSleepsUntilTheNextMillisecond)
 	int64_t L0 = kNow - kEpoch;
 
 	for (int64_t s = 0; s <= l.max_sequence(); s++)
-		ASSERT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{L0, 100, s}));
+		ASSERT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{L0, 100, s}));
 	EXPECT_TRUE(clock.sleeps().empty());
 
-	EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{L0 + 1, 100, 0}));
+	EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{L0 + 1, 100, 0}));
 	EXPECT_EQ(clock.sleeps(), std::vector<int64_t>{1});
 	EXPECT_EQ(clock.now_ms(), kNow + 1);
 	/* next() with Default is the same thing. */
-	EXPECT_EQ(g.next(GeneratorKind::Default, clock, limits(1000)), l.compose(L0 + 1, 100, 1));
+	EXPECT_EQ(g.next(GeneratorKind::Default, clock, wait_limits(1000)), l.compose(L0 + 1, 100, 1));
 }
 
 TEST(GeneratorDefault, SequenceThenSleepsUntilTheNextSecond)
@@ -98,13 +62,13 @@ TEST(GeneratorDefault, SequenceThenSleepsUntilTheNextSecond)
 	/* The clock creeps on within the second while the sequence runs. */
 	for (int64_t s = 0; s <= 7; s++)
 	{
-		ASSERT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{L0, 1, s}));
+		ASSERT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{L0, 1, s}));
 		clock.advance(50);
 	}
 	ASSERT_EQ(clock.now_ms(), kNow + 650);
 
 	/* Sleep exactly to the start of the next second, not a fixed amount and not beyond it. */
-	EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{L0 + 1, 1, 0}));
+	EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{L0 + 1, 1, 0}));
 	EXPECT_EQ(clock.sleeps(), std::vector<int64_t>{350});
 	EXPECT_EQ(clock.now_ms(), kNow + 1000);
 }
@@ -127,9 +91,9 @@ TEST(GeneratorDefault, ShortSleepIsRetried)
 	Generator g(l, 1, Generator::no_floor, any_time());
 	int64_t L0 = (kNow - kEpoch) / 1000;
 
-	g.next_default(clock, limits(1000));
-	g.next_default(clock, limits(1000));
-	EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{L0 + 1, 1, 0}));
+	g.next_default(clock, wait_limits(1000));
+	g.next_default(clock, wait_limits(1000));
+	EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{L0 + 1, 1, 0}));
 	EXPECT_EQ(clock.asked, (std::vector<int64_t>{900, 450, 225, 112, 56, 28, 14, 7, 3, 1}));
 	EXPECT_EQ(clock.now, kNow + 1000);
 }
@@ -141,15 +105,15 @@ TEST(GeneratorDefault, ClockBehindWithinTheWaitIsWaitedFor)
 	Generator g(l, 3, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
-	g.next_default(clock, limits(1000));
+	g.next_default(clock, wait_limits(1000));
 	clock.set(kNow - 300);
 	/* Sleeps until L0 starts again, then continues its sequence. */
-	EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{L0, 3, 1}));
+	EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{L0, 3, 1}));
 	EXPECT_EQ(clock.sleeps(), std::vector<int64_t>{300});
 
 	/* Exactly max_backwards_wait behind is still waited for. */
 	clock.set(kNow - 1000);
-	EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{L0, 3, 2}));
+	EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{L0, 3, 2}));
 	EXPECT_EQ(clock.sleeps(), (std::vector<int64_t>{300, 1000}));
 	EXPECT_EQ(clock.now_ms(), kNow);
 }
@@ -161,11 +125,11 @@ TEST(GeneratorDefault, ClockBehindWithUsedUpUnitWaitsTwice)
 	Generator g(l, 3, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
-	g.next_default(clock, limits(1000));
-	g.next_default(clock, limits(1000));
+	g.next_default(clock, wait_limits(1000));
+	g.next_default(clock, wait_limits(1000));
 	clock.set(kNow - 40);
 	/* Back to L0, which is used up, then on to L0 + 1. */
-	EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{L0 + 1, 3, 0}));
+	EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{L0 + 1, 3, 0}));
 	EXPECT_EQ(clock.sleeps(), (std::vector<int64_t>{40, 1}));
 }
 
@@ -176,14 +140,14 @@ TEST(GeneratorDefault, ClockBehindInSeconds)
 	Generator g(l, 3, Generator::no_floor, any_time());
 	int64_t L0 = (kNow - kEpoch) / 1000;
 
-	g.next_default(clock, limits(1000));
+	g.next_default(clock, wait_limits(1000));
 	/* Back, but within the same second: not behind L at all. */
 	clock.set(kNow + 10);
-	EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{L0, 3, 1}));
+	EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{L0, 3, 1}));
 	EXPECT_TRUE(clock.sleeps().empty());
 	/* Back into the previous second, 700 ms before L0 starts: wait 700 ms. */
 	clock.set(kNow - 700);
-	EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{L0, 3, 2}));
+	EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{L0, 3, 2}));
 	EXPECT_EQ(clock.sleeps(), std::vector<int64_t>{700});
 }
 
@@ -194,11 +158,11 @@ TEST(GeneratorDefault, ClockBehindBeyondTheWaitThrows)
 	Generator g(l, 3, Generator::no_floor, any_time());
 	int64_t L0 = kNow - kEpoch;
 
-	int64_t first = g.next_default(clock, limits(1000));
+	int64_t first = g.next_default(clock, wait_limits(1000));
 	clock.set(kNow - 1001);
 	for (int i = 0; i < 2; i++)
 	{
-		auto e = default_error(g, clock, limits(1000), ErrorKind::NotInPrerequisiteState);
+		auto e = default_error(g, clock, wait_limits(1000), ErrorKind::NotInPrerequisiteState);
 		ASSERT_TRUE(e);
 		EXPECT_STREQ(e->what(), "clock moved backwards by 1001 milliseconds");
 		EXPECT_TRUE(contains(e->detail(), "1000 ms")) << e->detail();
@@ -212,7 +176,7 @@ TEST(GeneratorDefault, ClockBehindBeyondTheWaitThrows)
 
 	/* Once the clock is back, generation continues where it left off. */
 	clock.set(kNow);
-	int64_t next = g.next_default(clock, limits(1000));
+	int64_t next = g.next_default(clock, wait_limits(1000));
 	EXPECT_EQ(next, first + 1);
 }
 
@@ -223,13 +187,13 @@ TEST(GeneratorDefault, BackwardsMessageUnits)
 		Layout l = Layout::default_layout();
 		ManualClock clock(kNow);
 		Generator g(l, 0, Generator::no_floor, any_time());
-		g.next_default(clock, limits(0));
+		g.next_default(clock, wait_limits(0));
 		clock.set(kNow - 1);
-		auto e = default_error(g, clock, limits(0), ErrorKind::NotInPrerequisiteState);
+		auto e = default_error(g, clock, wait_limits(0), ErrorKind::NotInPrerequisiteState);
 		ASSERT_TRUE(e);
 		EXPECT_STREQ(e->what(), "clock moved backwards by 1 millisecond");
 		clock.set(kNow - 2);
-		e = default_error(g, clock, limits(0), ErrorKind::NotInPrerequisiteState);
+		e = default_error(g, clock, wait_limits(0), ErrorKind::NotInPrerequisiteState);
 		ASSERT_TRUE(e);
 		EXPECT_STREQ(e->what(), "clock moved backwards by 2 milliseconds");
 	}
@@ -238,19 +202,19 @@ TEST(GeneratorDefault, BackwardsMessageUnits)
 		Layout l(30, 20, 3, kEpoch, TimeUnit::Second);
 		ManualClock clock(kNow + 500);
 		Generator g(l, 0, Generator::no_floor, any_time());
-		g.next_default(clock, limits(1000));
+		g.next_default(clock, wait_limits(1000));
 		/* 1500 ms before the start of L0 is in second L0 - 2. */
 		clock.set(kNow - 1500);
-		auto e = default_error(g, clock, limits(1000), ErrorKind::NotInPrerequisiteState);
+		auto e = default_error(g, clock, wait_limits(1000), ErrorKind::NotInPrerequisiteState);
 		ASSERT_TRUE(e);
 		EXPECT_STREQ(e->what(), "clock moved backwards by 2 seconds");
 		EXPECT_TRUE(contains(e->hint(), "cached")) << e->hint();
 		clock.set(kNow - 1);
-		e = default_error(g, clock, limits(0), ErrorKind::NotInPrerequisiteState);
+		e = default_error(g, clock, wait_limits(0), ErrorKind::NotInPrerequisiteState);
 		ASSERT_TRUE(e);
 		EXPECT_STREQ(e->what(), "clock moved backwards by 1 second");
 		clock.set(kNow - 3600000);
-		e = default_error(g, clock, limits(1000), ErrorKind::NotInPrerequisiteState);
+		e = default_error(g, clock, wait_limits(1000), ErrorKind::NotInPrerequisiteState);
 		ASSERT_TRUE(e);
 		EXPECT_STREQ(e->what(), "clock moved backwards by 3600 seconds");
 		EXPECT_TRUE(clock.sleeps().empty());
@@ -263,11 +227,11 @@ TEST(GeneratorDefault, ExhaustionWhenClockPassesMaxDelta)
 	ManualClock clock(1006);
 	Generator g(l, 1, Generator::no_floor, any_time());
 
-	EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{6, 1, 0}));
+	EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{6, 1, 0}));
 	clock.set(1008);
 	for (int i = 0; i < 3; i++)
 	{
-		auto e = default_error(g, clock, limits(1000), ErrorKind::LimitExceeded);
+		auto e = default_error(g, clock, wait_limits(1000), ErrorKind::LimitExceeded);
 		ASSERT_TRUE(e);
 		EXPECT_TRUE(contains(e->what(), "exhausted")) << e->what();
 		EXPECT_TRUE(contains(e->detail(), "1970-01-01 00:00:01.008 UTC")) << e->detail();
@@ -285,7 +249,7 @@ TEST(GeneratorDefault, ExhaustionWhenTheLastUnitIsUsedUp)
 
 	for (int64_t s = 0; s <= 3; s++)
 	{
-		int64_t id = g.next_default(clock, limits(1000));
+		int64_t id = g.next_default(clock, wait_limits(1000));
 		ASSERT_EQ(l.decompose(id), (UidFields{7, 1, s}));
 		ASSERT_GT(id, prev);
 		prev = id;
@@ -293,13 +257,13 @@ TEST(GeneratorDefault, ExhaustionWhenTheLastUnitIsUsedUp)
 	/* No waiting for a unit that can never be issued: fail at once, again and again. */
 	for (int i = 0; i < 3; i++)
 	{
-		ASSERT_TRUE(default_error(g, clock, limits(1000), ErrorKind::LimitExceeded));
+		ASSERT_TRUE(default_error(g, clock, wait_limits(1000), ErrorKind::LimitExceeded));
 		EXPECT_EQ(g.last_delta(), 7);
 		EXPECT_EQ(g.sequence(), 3);
 	}
 	EXPECT_TRUE(clock.sleeps().empty());
 	clock.set(1010);
-	ASSERT_TRUE(default_error(g, clock, limits(1000), ErrorKind::LimitExceeded));
+	ASSERT_TRUE(default_error(g, clock, wait_limits(1000), ErrorKind::LimitExceeded));
 	EXPECT_EQ(g.last_delta(), 7);
 	EXPECT_EQ(g.sequence(), 3);
 }
@@ -313,14 +277,14 @@ TEST(GeneratorDefault, FloorIsNeverIssued)
 	{
 		ManualClock clock(kNow);
 		Generator g(l, 5, F, any_time());
-		EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{F + 1, 5, 0}));
+		EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{F + 1, 5, 0}));
 		EXPECT_EQ(clock.sleeps(), std::vector<int64_t>{1});
 	}
 	/* Clock a little below the floor: wait until F has passed. */
 	{
 		ManualClock clock(kNow - 300);
 		Generator g(l, 5, F, any_time());
-		EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{F + 1, 5, 0}));
+		EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{F + 1, 5, 0}));
 		EXPECT_EQ(clock.slept_ms(), 301);
 		EXPECT_EQ(clock.now_ms(), kNow + 1);
 	}
@@ -328,14 +292,14 @@ TEST(GeneratorDefault, FloorIsNeverIssued)
 	{
 		ManualClock clock(kNow + 2);
 		Generator g(l, 5, F, any_time());
-		EXPECT_EQ(l.decompose(g.next_default(clock, limits(1000))), (UidFields{F + 2, 5, 0}));
+		EXPECT_EQ(l.decompose(g.next_default(clock, wait_limits(1000))), (UidFields{F + 2, 5, 0}));
 		EXPECT_TRUE(clock.sleeps().empty());
 	}
 	/* Clock far below the floor: an error, and nothing at or below F is ever issued. */
 	{
 		ManualClock clock(kNow - 5000);
 		Generator g(l, 5, F, any_time());
-		ASSERT_TRUE(default_error(g, clock, limits(1000), ErrorKind::NotInPrerequisiteState));
+		ASSERT_TRUE(default_error(g, clock, wait_limits(1000), ErrorKind::NotInPrerequisiteState));
 		EXPECT_EQ(g.last_delta(), F);
 	}
 }
@@ -376,7 +340,7 @@ TEST(GeneratorDefault, StrictlyIncreasesOverALongRun)
 		int64_t id;
 		try
 		{
-			id = g.next_default(clock, limits(1000));
+			id = g.next_default(clock, wait_limits(1000));
 		}
 		catch (const Error &e)
 		{

@@ -20,16 +20,8 @@
 #include <random>
 #include <stdexcept>
 
-using uidgen::Generator;
-using uidgen::GeneratorKind;
-using uidgen::GeneratorLimits;
-using uidgen::Layout;
-using uidgen::ManualClock;
 using uidgen::ManualReservation;
 using uidgen::TimeReservation;
-using uidgen::TimeUnit;
-
-using uidgen::test::kNow;
 
 namespace {
 
@@ -54,15 +46,6 @@ private:
 	int64_t limit_;
 	int calls_ = 0;
 };
-
-GeneratorLimits
-limits(int64_t max_borrow_ms, int64_t max_backwards_wait_ms = 1000)
-{
-	GeneratorLimits l;
-	l.max_borrow_ms = max_borrow_ms;
-	l.max_backwards_wait_ms = max_backwards_wait_ms;
-	return l;
-}
 
 } // namespace
 

@@ -3,7 +3,7 @@
  *	  Switching between the cached and default generators on one Generator.
  *
  * uidgen.generator is a GUC, so a backend may change strategy between any
- * two calls; DESIGN.md section 3 says this is safe because both keep L
+ * two calls; docs/design.md section 3.4 says this is safe because both keep L
  * monotonic.  These tests interleave the two on one state and check that
  * IDs still strictly increase.
  */
@@ -20,34 +20,6 @@
 #include <cstdint>
 #include <random>
 #include <vector>
-
-using uidgen::Error;
-using uidgen::ErrorKind;
-using uidgen::Generator;
-using uidgen::GeneratorKind;
-using uidgen::GeneratorLimits;
-using uidgen::Layout;
-using uidgen::ManualClock;
-using uidgen::TimeUnit;
-using uidgen::UidFields;
-
-using uidgen::test::any_time;
-using uidgen::test::kNow;
-
-namespace {
-
-constexpr int64_t kEpoch = Layout::default_epoch_ms;
-
-GeneratorLimits
-limits(int64_t max_borrow_ms, int64_t max_backwards_wait_ms)
-{
-	GeneratorLimits l;
-	l.max_borrow_ms = max_borrow_ms;
-	l.max_backwards_wait_ms = max_backwards_wait_ms;
-	return l;
-}
-
-} // namespace
 
 TEST(GeneratorSwitch, StrictAlternationStrictlyIncreases)
 {

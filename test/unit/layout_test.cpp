@@ -3,7 +3,7 @@
  *	  Unit tests of uidgen::Layout: validation, time units, composition,
  *	  decomposition and the time arithmetic behind uid_min/uid_max.
  *
- * The layout is where invariant 2 of DESIGN.md lives ("every ID is a
+ * The layout is where invariant 2 of docs/design.md lives ("every ID is a
  * positive bigint whose fields decode exactly; an out-of-range field is an
  * error, never bits bleeding into a neighbour"), so most tests here try to
  * make a field bleed or a decode go wrong, over many layouts at once.
@@ -23,15 +23,6 @@
 #include <random>
 #include <string>
 #include <tuple>
-
-using uidgen::Error;
-using uidgen::ErrorKind;
-using uidgen::Layout;
-using uidgen::TimeUnit;
-using uidgen::UidFields;
-
-using uidgen::test::kBaiduEpoch;
-using uidgen::test::contains;
 
 namespace {
 
@@ -60,7 +51,6 @@ thrown_error(const std::function<void()> &f)
 	ADD_FAILURE() << "expected a uidgen::Error, but nothing was thrown";
 	return std::nullopt;
 }
-
 
 /* A random valid shape: total bits in 3..63, split into three non-empty fields. */
 Layout
