@@ -113,13 +113,12 @@ layout_info_datum(FunctionCallInfo fcinfo, const Layout &layout, bool configurab
  *	- one that computes after this check waits for the change to commit (or
  *	  abort), and taking its lock processes the invalidation, so it computes
  *	  under the new layout (a parallel worker, which cannot take a newer
- *	  snapshot, errors instead: catalog.cpp); an object it made before the
- *	  check (an index on an empty table) holds no value of the old layout.
+ *	  snapshot, errors instead: catalog.cpp).
  *
  * Parallel workers release their locks when they exit, before their leader
  * commits, so pg_depend is read with a dirty snapshot: a dependency row
  * that a transaction in progress has inserted (an index whose build ran in
- * workers only) counts too.  A lock on the functions themselves would not
+ * workers only, or has not started) counts too.  A lock on the functions themselves would not
  * help: PostgreSQL records a dependency without locking what it refers to.
  */
 void
