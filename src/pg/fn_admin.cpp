@@ -229,31 +229,15 @@ UIDGEN_FUNCTION(uid_layout)
 	return layout_info_datum(fcinfo, layout, configurable);
 }
 
+namespace {
+
 /*
- * uid_configure(time_bits, worker_bits, seq_bits, epoch, unit) returns
- * uidgen.layout_info.  Refused once a worker has registered, or while
- * objects depend on the IMMUTABLE field functions, unless the layout is the
- * one in force (so that set-up scripts can run again).
+ * Sets layout (whose epoch is epoch) unless it is the one in force, inside
+ * an SPI connection; returns whether the layout can still change.
  */
-UIDGEN_FUNCTION(uid_configure)
+bool
+change_layout(const Layout &layout, TimestampTz epoch)
 {
-	char *unit_name = text_to_cstring(PG_GETARG_TEXT_PP(4));
-	TimestampTz epoch = PG_GETARG_TIMESTAMPTZ(3);
-
-	if (TIMESTAMP_NOT_FINITE(epoch))
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("epoch must be finite")));
-	if (epoch % 1000 != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("epoch must be a whole number of milliseconds")));
-
-	Layout layout(PG_GETARG_INT32(0), PG_GETARG_INT32(1), PG_GETARG_INT32(2), timestamptz_to_unix_ms(epoch),
-				  parse_time_unit(unit_name));
-	layout.check_usable_at(backend_clock().now_ms());
-
-	SPI_connect();
-	int nest_level = begin_pinned_search_path();
-
 	/*
 	 * Registrations and the IMMUTABLE decoders take RowShareLock: none can
 	 * start until we commit (see refuse_if_decoders_have_dependents).
@@ -294,10 +278,35 @@ UIDGEN_FUNCTION(uid_configure)
 		CacheInvalidateRelcacheByRelid(config_relid());
 		forget_catalog_cache();
 	}
-	bool configurable = !layout_is_in_use();
+	return !layout_is_in_use();
+}
 
-	end_pinned_search_path(nest_level);
-	SPI_finish();
+} // namespace
+
+/*
+ * uid_configure(time_bits, worker_bits, seq_bits, epoch, unit) returns
+ * uidgen.layout_info.  Refused once a worker has registered, or while
+ * objects depend on the IMMUTABLE field functions, unless the layout is the
+ * one in force (so that set-up scripts can run again).
+ */
+UIDGEN_FUNCTION(uid_configure)
+{
+	char *unit_name = text_to_cstring(PG_GETARG_TEXT_PP(4));
+	TimestampTz epoch = PG_GETARG_TIMESTAMPTZ(3);
+
+	if (TIMESTAMP_NOT_FINITE(epoch))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("epoch must be finite")));
+	if (epoch % 1000 != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("epoch must be a whole number of milliseconds")));
+
+	Layout layout(PG_GETARG_INT32(0), PG_GETARG_INT32(1), PG_GETARG_INT32(2), timestamptz_to_unix_ms(epoch),
+				  parse_time_unit(unit_name));
+	layout.check_usable_at(backend_clock().now_ms());
+
+	bool configurable = with_spi(Rights::Caller, [&layout, epoch] { return change_layout(layout, epoch); });
+
 	return layout_info_datum(fcinfo, layout, configurable);
 }
 
