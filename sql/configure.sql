@@ -36,3 +36,7 @@ SELECT time_bits, worker_bits, seq_bits, unit FROM uid_layout();
 -- Back to the default layout (named arguments take the defaults).
 SELECT time_bits, worker_bits, seq_bits, unit, configurable FROM uid_configure();
 SELECT count(*) AS config_rows FROM uidgen.config;
+
+-- The time reservation counts units of the layout: a change sets it back to
+-- "nothing issued" (no worker has registered, or the change is refused).
+SELECT last_value, is_called FROM uidgen.reserved_until;

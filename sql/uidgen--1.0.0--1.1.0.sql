@@ -11,12 +11,20 @@ CREATE SEQUENCE uidgen.reserved_until AS bigint MINVALUE -1 START WITH -1 NO CYC
 COMMENT ON SEQUENCE uidgen.reserved_until
 	IS 'Time units since the epoch that workers of this database may have issued IDs up to';
 
--- Backends of the 1.0.0 library reserve nothing: start at the latest unit
--- the registry knows of.  (What they issue until they end is covered only by
--- the margin of uidgen.max_borrow, as in 1.0.0.)
-SELECT pg_catalog.setval('uidgen.reserved_until',
-                         greatest(-1, (SELECT pg_catalog.max(last_time) FROM uidgen.worker_node)),
-                         true);
+-- Sessions still running the 1.0.0 library reserve nothing: start above the
+-- latest unit the registry knows of, and above what such a session can have
+-- issued by now (the clock plus the borrowing bound, plus the window newer
+-- sessions reserve), so that this one update covers them for a while.
+SELECT pg_catalog.setval('uidgen.reserved_until', greatest(
+	-1,
+	(SELECT pg_catalog.max(last_time) FROM uidgen.worker_node),
+	(SELECT pg_catalog.floor(
+	            (extract(epoch FROM pg_catalog.clock_timestamp()
+	                                + coalesce(pg_catalog.current_setting('uidgen.max_borrow', true), '10s')::interval
+	                                + interval '10 s')
+	             - extract(epoch FROM c.epoch)) * 1000
+	            / CASE c.unit WHEN 'second' THEN 1000 ELSE 1 END)::bigint
+	   FROM uidgen.config c)), true);
 
 REVOKE ALL ON uidgen.reserved_until FROM PUBLIC;
 GRANT SELECT ON uidgen.reserved_until TO PUBLIC;

@@ -47,6 +47,8 @@ extern "C" {
 #include "utils/snapmgr.h"
 }
 
+#include <algorithm>
+
 /* PostgreSQL calls these through pointers: C linkage (defined at the end). */
 extern "C" {
 static void uidgen_xact_callback(XactEvent event, void *arg);
@@ -120,8 +122,10 @@ private:
 /* The worker this backend issues under, and everything that decides whether it may. */
 struct IssuingWorker
 {
+	/* A floor past the end of the layout's time leaves a generator that can only say so. */
 	IssuingWorker(Oid registry_relid, const Layout &layout, int64_t worker, int64_t floor_delta)
-		: registry_relid(registry_relid), reservation(layout), generator(layout, worker, floor_delta, reservation)
+		: registry_relid(registry_relid), reservation(layout),
+		  generator(layout, worker, std::min(floor_delta, layout.max_delta()), reservation)
 	{
 	}
 	IssuingWorker(const IssuingWorker &) = delete;
@@ -243,23 +247,28 @@ forget_registry()
 
 /*
  * Both locks were free for a moment, so another backend may have found the
- * worker leaked, or even used it: write the claim again, and go on above
- * whatever the row says was issued.
+ * worker leaked, released it and even issued under it: write the claim
+ * again, and go on above anything issued since.  The row's last_time is not
+ * enough (a holder that died under a claim it never committed left no trace
+ * in it), but the time reservation covers whatever anyone issued.
  */
 void
 resume_after_lost_locks()
 {
 	IssuingWorker &issuing = *state.issuing;
 	int64_t worker = issuing.generator.worker_id();
-	std::optional<int64_t> row_last_time = with_spi(Rights::Owner, [worker] { return worker_last_time(worker); });
+	int64_t floor = with_spi(Rights::Owner, [worker] {
+		return std::max(worker_last_time(worker).value_or(Generator::no_floor),
+						reserved_until().value_or(Generator::no_floor));
+	});
 
-	if (row_last_time && *row_last_time > issuing.generator.last_delta())
+	if (floor > issuing.generator.last_delta())
 	{
 		/* Copies: emplace() destroys the worker these come from before it builds the new one. */
 		Oid relid = issuing.registry_relid;
 		Layout layout = issuing.generator.layout();
 
-		state.issuing.emplace(relid, layout, worker, *row_last_time);
+		state.issuing.emplace(relid, layout, worker, floor);
 	}
 	else
 	{

@@ -6,6 +6,7 @@
 #include "pg/guard.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/registry.hpp"
+#include "pg/reservation.hpp"
 #include "pg/spi.hpp"
 #include "pg/time_convert.hpp"
 #include "pg/worker_lock.hpp"
@@ -274,6 +275,7 @@ change_layout(const Layout &layout, TimestampTz epoch)
 					5, types, values, Visibility::Transaction, SPI_OK_UPDATE) != 1)
 			elog(ERROR, "uidgen.config must have exactly one row");
 
+		reset_reservation();
 		/* Every backend's cached layout, and ours at once. */
 		CacheInvalidateRelcacheByRelid(config_relid());
 		forget_catalog_cache();

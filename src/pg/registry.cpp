@@ -267,7 +267,8 @@ void
 upsert_row(int64_t worker, const char *identity, const char *status, std::optional<int64_t> last_delta)
 {
 	const char *application = application_name ? application_name : "";
-	Oid types[10] = {INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID};
+	Oid types[10] = {INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID,
+					 TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID};
 	Datum values[10] = {Int64GetDatum(worker),
 						CStringGetTextDatum(server_host_name()),
 						CStringGetTextDatum(psprintf("%d", PostPortNumber)),
@@ -278,8 +279,9 @@ upsert_row(int64_t worker, const char *identity, const char *status, std::option
 						CStringGetTextDatum(identity),
 						CStringGetTextDatum(status),
 						Int64GetDatum(last_delta.value_or(0))};
-	char nulls[11] = "          ";
+	char nulls[lengthof(values)];
 
+	memset(nulls, ' ', sizeof(nulls));
 	if (!last_delta)
 		nulls[9] = 'n';
 	/*
@@ -297,7 +299,7 @@ upsert_row(int64_t worker, const char *identity, const char *status, std::option
 				  "    application_name = excluded.application_name, origin = excluded.origin, "
 				  "    status = excluded.status, last_time = greatest(w.last_time, excluded.last_time), "
 				  "    released_at = excluded.released_at",
-				  10, types, values, nulls, Visibility::Latest, SPI_OK_INSERT);
+				  lengthof(values), types, values, nulls, Visibility::Latest, SPI_OK_INSERT);
 }
 
 } // namespace

@@ -46,8 +46,9 @@ RegistryOrigin registry_origin(const char *config_origin);
  * released worker of this database whose last_time has passed when reuse is
  * on, otherwise a fresh id from the identity.  Workers of this database left
  * active by dead backends are released on the way, with last_time the
- * greater of now + borrow and the time reservation (reservation.hpp).  Errors with program_limit_exceeded when nothing is left.  Does
- * not write the claim.
+ * greater of now + borrow and the time reservation (reservation.hpp).
+ * Errors with program_limit_exceeded when nothing is left.  Does not write
+ * the claim.
  *
  * A copy of a database shares the original's registry and sequence up to
  * the moment of the copy, so it never reuses the workers it inherited and

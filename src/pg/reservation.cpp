@@ -39,43 +39,88 @@ read_mark()
 }
 
 /*
- * Raises the mark to cover delta, under a lock that makes the read and the
- * raise one step for every backend of the database; returns the last unit
- * covered.  The lock is a session lock held for this call only: released
- * here, also on error.
+ * The mark, made durable: a value another backend raised is flushed by it
+ * before it issues, but one set by hand (setval) or whose flush failed may
+ * not be.  Nearly always a no-op.
  */
 int64_t
-raise_mark(Oid sequence_relid, int64_t delta, int64_t window_units)
+read_durable_mark()
+{
+	int64_t mark = read_mark();
+
+	XLogFlush(GetXLogInsertRecPtr());
+	return mark;
+}
+
+int64_t
+raise_to(Oid sequence_relid, int64_t target)
+{
+	Oid types[2] = {REGCLASSOID, INT8OID};
+	Datum values[2] = {ObjectIdGetDatum(sequence_relid), Int64GetDatum(target)};
+
+	spi_run("SELECT pg_catalog.setval($1, $2)", 2, types, values, Visibility::Transaction, SPI_OK_SELECT);
+	/* Durable before any ID under it is issued, whether or not this transaction commits. */
+	XLogFlush(XactLastRecEnd);
+	return target;
+}
+
+/*
+ * Runs step under the raise lock in mode, a session lock held for this call
+ * only and released here, also on error.  Share for reading (backends adopt
+ * a raised mark at once, side by side), exclusive for the read and raise
+ * that must be one step.
+ */
+template <typename Step>
+int64_t
+under_raise_lock(Oid sequence_relid, LOCKMODE mode, Step step)
 {
 	LOCKTAG tag;
-	volatile int64_t covered = 0;	/* assigned inside PG_TRY */
+	volatile int64_t covered = 0; /* assigned inside PG_TRY */
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, sequence_relid, 0, raise_lock_key_kind);
-	(void) LockAcquire(&tag, ExclusiveLock, true, false);
+	(void) LockAcquire(&tag, mode, true, false);
 	PG_TRY();
 	{
-		covered = with_spi(Rights::Owner, [delta, window_units] {
-			int64_t mark = read_mark();
-
-			if (mark >= delta)
-				return mark;	/* raised by another backend: adopt it */
-
-			Oid types[1] = {INT8OID};
-			Datum values[1] = {Int64GetDatum(delta + window_units)};
-
-			spi_run("SELECT pg_catalog.setval('uidgen.reserved_until', $1)", 1, types, values,
-					Visibility::Transaction, SPI_OK_SELECT);
-			/* Durable before any ID under it is issued, whether or not this transaction commits. */
-			XLogFlush(XactLastRecEnd);
-			return delta + window_units;
-		});
+		covered = with_spi(Rights::Owner, step);
 	}
 	PG_FINALLY();
 	{
-		LockRelease(&tag, ExclusiveLock, true);
+		LockRelease(&tag, mode, true);
 	}
 	PG_END_TRY();
 	return covered;
+}
+
+/* Makes the mark cover delta; returns the last unit it covers. */
+int64_t
+cover(Oid sequence_relid, int64_t delta, int64_t window_units)
+{
+	int64_t mark = under_raise_lock(sequence_relid, ShareLock, [] { return read_durable_mark(); });
+
+	if (mark >= delta)
+		return mark; /* raised by another backend: adopt it */
+	return under_raise_lock(sequence_relid, ExclusiveLock, [sequence_relid, delta, window_units] {
+		int64_t current = read_durable_mark();
+
+		return current >= delta ? current : raise_to(sequence_relid, delta + window_units);
+	});
+}
+
+/*
+ * Without uidgen.reserved_until the extension's SQL objects must be those of
+ * 1.0.0, whose library reserved nothing; anything else is a damaged
+ * installation, and issuing unreserved IDs in it would be silent.
+ */
+bool
+sql_predates_reservation()
+{
+	int64_t rows = with_spi(Rights::Caller, [] {
+		return static_cast<int64_t>(spi_run("SELECT FROM pg_catalog.pg_extension "
+											"WHERE extname = 'uidgen' AND extversion = '1.0.0'",
+											0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT));
+	});
+
+	return rows == 1;
 }
 
 } // namespace
@@ -93,13 +138,32 @@ DatabaseReservation::extend(int64_t delta)
 	return pg_call([delta, window_units]() -> int64_t {
 		Oid sequence_relid = reserved_until_relid();
 
-		/*
-		 * The extension's SQL is older than this library: issue as 1.0 did,
-		 * and look again a window later (ALTER EXTENSION UPDATE may have run).
-		 */
-		if (!OidIsValid(sequence_relid))
-			return delta + window_units;
-		return raise_mark(sequence_relid, delta, window_units);
+		if (OidIsValid(sequence_relid))
+			return cover(sequence_relid, delta, window_units);
+		if (!sql_predates_reservation())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("sequence \"uidgen.reserved_until\" is missing"),
+					 errdetail("Extension \"uidgen\" needs it to issue IDs safely after a crash."),
+					 errhint("Recreate the extension, or restore the sequence from a backup.")));
+		/* Issue as 1.0.0 did, and look again a window later: ALTER EXTENSION UPDATE may have run. */
+		return delta + window_units;
+	});
+}
+
+void
+reset_reservation()
+{
+	Oid sequence_relid = reserved_until_relid();
+
+	if (!OidIsValid(sequence_relid))
+		return;
+	with_spi(Rights::Owner, [sequence_relid] {
+		Oid types[1] = {REGCLASSOID};
+		Datum values[1] = {ObjectIdGetDatum(sequence_relid)};
+
+		spi_run("SELECT pg_catalog.setval($1, -1, false)", 1, types, values, Visibility::Transaction,
+				SPI_OK_SELECT);
 	});
 }
 

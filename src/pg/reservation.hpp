@@ -44,4 +44,11 @@ private:
  */
 std::optional<int64_t> reserved_until();
 
+/*
+ * Sets the mark back to "nothing issued", for uid_configure: the mark counts
+ * units of the layout, and a layout can change only while no worker has
+ * ever registered.  Does nothing when the sequence does not exist (1.0.0).
+ */
+void reset_reservation();
+
 } // namespace uidgen::pg

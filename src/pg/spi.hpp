@@ -99,6 +99,8 @@ with_spi(Rights rights, Work work) -> decltype(work())
 			end_pinned_search_path(nest_level);
 		SPI_finish();
 	};
+	static_assert(std::is_void_v<decltype(work())> || std::is_trivially_destructible_v<decltype(work())>,
+				  "with_spi results cross a longjmp: keep them trivial");
 	if constexpr (std::is_void_v<decltype(work())>)
 	{
 		work();

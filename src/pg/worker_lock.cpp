@@ -114,7 +114,8 @@ try_lock_worker(Oid registry_relid, int64_t worker)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("this session holds too many uidgen workers"),
-				 errdetail("It kept %d workers whose locks it lost at some point.", held_count),
+				 errdetail("It holds %d, most of them workers it stopped using after losing their locks.",
+						   held_count),
 				 errhint("Start a new session.")));
 	if (!try_take(object, true))
 		return false;

@@ -10,7 +10,7 @@ use Test::More;
 use Exporter 'import';
 
 our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
-	set_fake_clock start_with_fake_clock);
+	set_fake_clock start_with_fake_clock kill_and_wait_for_restart);
 
 # A started node with uidgen created in database postgres.  Extra lines go
 # to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock.
@@ -74,6 +74,18 @@ sub json_field
 {
 	my ($figures, $key) = @_;
 	return $figures->{$key};
+}
+
+# Kills a backend with SIGKILL and waits until the server has gone through
+# its crash restart and accepts connections again.  (A query right after
+# the kill could still reach the server before the restart begins.)
+sub kill_and_wait_for_restart
+{
+	my ($node, $pid) = @_;
+	my $offset = -s $node->logfile;
+	kill 'KILL', $pid;
+	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+	$node->poll_query_until('postgres', 'SELECT true') or die 'the server did not come back';
 }
 
 # A server clock moved by libfaketime: start_with_fake_clock starts a node

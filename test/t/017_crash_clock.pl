@@ -73,9 +73,8 @@ sub scenario
 	if ($s{stop} eq 'kill')
 	{
 		my $victim = $node->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE query LIKE 'DO %'");
-		kill 'KILL', $victim;
+		kill_and_wait_for_restart($node, $victim);
 		$writer->finish;
-		$node->poll_query_until('postgres', 'SELECT true') or die 'no crash restart';
 		$node->stop('fast');
 	}
 	else
