@@ -128,12 +128,14 @@ source_pg_config() {
 make_pg_tree() {
 	local dir=$1 config=${2:-}
 	[ -n "$config" ] || config=$(source_pg_config) || exit 1
+	# The paths as pg_config reports them, not with symlinks resolved: the
+	# binaries find the rest through these paths' relative layout.
 	local bindir sharedir pkglibdir includedir libdir
-	bindir=$(cd "$("$config" --bindir)" && pwd -P)
-	sharedir=$(cd "$("$config" --sharedir)" && pwd -P)
-	pkglibdir=$(cd "$("$config" --pkglibdir)" && pwd -P)
-	includedir=$(cd "$("$config" --includedir)" && pwd -P)
-	libdir=$(cd "$("$config" --libdir)" && pwd -P)
+	bindir=$(cd "$("$config" --bindir)" && pwd)
+	sharedir=$(cd "$("$config" --sharedir)" && pwd)
+	pkglibdir=$(cd "$("$config" --pkglibdir)" && pwd)
+	includedir=$(cd "$("$config" --includedir)" && pwd)
+	libdir=$(cd "$("$config" --libdir)" && pwd)
 
 	local private=("$sharedir/extension" "$pkglibdir")
 	[ -d "$pkglibdir/bitcode" ] && private+=("$pkglibdir/bitcode")
