@@ -3,7 +3,11 @@
 #   make && make install    build and install into the PostgreSQL that
 #                           PG_CONFIG names (pg_config on the PATH by default)
 #   make installcheck       pg_regress, isolation and TAP tests against it
-#   make test               everything, on throwaway clusters (see README)
+#   make test               everything, on throwaway clusters (see README);
+#                           PostgreSQL 15, or PG_CONFIG's server if given
+#   make test-all PG_SOURCES=DIR
+#                           make test on 15 and on each PostgreSQL source
+#                           tarball in DIR (17, 18), built once per machine
 #   make demo               a short demo on a throwaway cluster
 #   make bench              benchmarks, written to test/bench/results
 
@@ -64,24 +68,34 @@ unit: build/unit_tests
 	build/unit_tests
 
 LOAD_SOURCES = $(sort $(wildcard test/load/*.cpp))
+# Against the libpq of the server's own installation, whose headers it uses.
+LOAD_LIBDIR = $(shell $(PG_CONFIG) --libdir 2>/dev/null)
 build/uidgen_load: $(LOAD_SOURCES) $(wildcard test/load/*.hpp)
 	@mkdir -p build
-	$(CXX) -std=c++17 -Wall -Wextra -O2 -g -I$(shell $(PG_CONFIG) --includedir 2>/dev/null) -o $@ $(LOAD_SOURCES) -lpq -lpthread
+	$(CXX) -std=c++17 -Wall -Wextra -O2 -g -I$(shell $(PG_CONFIG) --includedir 2>/dev/null) -o $@ $(LOAD_SOURCES) \
+		-L$(LOAD_LIBDIR) -Wl,-rpath,$(LOAD_LIBDIR) -lpq -lpthread
 
 build/regress build/isolation:
 	@mkdir -p $@
 
+# PG_CONFIG goes to the script only if the user gave it: the default above
+# is for PGXS, and the script's default is Debian's PostgreSQL 15.
+USER_PG_CONFIG = $(if $(filter command line environment%,$(origin PG_CONFIG)),$(PG_CONFIG))
+
 test:
-	@scripts/test.sh
+	@PG_CONFIG='$(USER_PG_CONFIG)' scripts/test.sh
+
+test-all:
+	@PG_CONFIG= scripts/test-all.sh '$(PG_SOURCES)'
 
 demo:
-	@scripts/demo.sh
+	@PG_CONFIG='$(USER_PG_CONFIG)' scripts/demo.sh
 
 # Benchmarks against nextval(), identity and UUIDs; see test/bench/README.md.
 bench:
-	@test/bench/run.sh
+	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/run.sh
 
-.PHONY: unit test demo bench
+.PHONY: unit test test-all demo bench
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:

@@ -1,35 +1,46 @@
-# scripts/lib.sh: shared by scripts/test.sh and scripts/demo.sh.
+# scripts/lib.sh: shared by scripts/test.sh, scripts/test-all.sh and
+# scripts/demo.sh.
 #
-# Both run on a fresh Debian 12 machine, as root or not.  PostgreSQL refuses
+# They run on a fresh Debian 12 machine, as root or not.  PostgreSQL refuses
 # to run as root, and installing into the system's PostgreSQL needs root, so
-# neither touches the system installation: they build a private, relocated
-# copy of PostgreSQL 15 (as PostgreSQL's own "make check" does), install
-# uidgen into it, and run throwaway clusters from it.  As root, the work runs
-# as the postgres user on a copy of the source tree.
+# none of them touches a PostgreSQL installation: they build a private,
+# relocated copy of it (as PostgreSQL's own "make check" does), install
+# uidgen into that copy, and run throwaway clusters from it.  As root, the
+# work runs as the postgres user on a copy of the source tree.
+#
+# The installation is Debian 12's PostgreSQL 15 unless PG_CONFIG names
+# another one's pg_config (a package's, or one scripts/pg-build.sh built).
 
 PG_MAJOR=15
 PG_BINDIR=/usr/lib/postgresql/$PG_MAJOR/bin
 
-# Debian packages the build and every kind of test need.
-REQUIRED_PACKAGES=(
-	make g++ perl
-	"postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR"
-	libpq-dev libgtest-dev libipc-run-perl faketime
-)
+# Debian packages the build and every kind of test need, whatever the server.
+BASE_PACKAGES=(make g++ perl libpq-dev libgtest-dev libipc-run-perl faketime)
+# ... and Debian's PostgreSQL 15, the default server.
+PG15_PACKAGES=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR")
+# ... and what scripts/pg-build.sh needs to build PostgreSQL from source.
+PG_BUILD_PACKAGES=(gcc bison flex libreadline-dev zlib1g-dev bzip2)
+
+# The packages the calling script needs: the base ones, Debian's PostgreSQL
+# 15 unless PG_CONFIG names another server.
+required_packages() {
+	printf '%s\n' "${BASE_PACKAGES[@]}"
+	[ -n "${PG_CONFIG:-}" ] || printf '%s\n' "${PG15_PACKAGES[@]}"
+}
 
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-missing_packages() {
+missing_packages() {	# missing_packages PKG...
 	local pkg
-	for pkg in "${REQUIRED_PACKAGES[@]}"; do
+	for pkg in "$@"; do
 		dpkg-query -W -f='${Status}\n' "$pkg" 2>/dev/null | grep -q '^install ok installed$' || echo "$pkg"
 	done
 }
 
-ensure_packages() {
+ensure_packages() {	# ensure_packages PKG...
 	local missing
-	missing=$(missing_packages | tr '\n' ' ')
+	missing=$(missing_packages "$@" | tr '\n' ' ')
 	[ -z "${missing// /}" ] && return 0
 	if [ "$(id -u)" -ne 0 ]; then
 		die "missing Debian packages: $missing
@@ -46,8 +57,16 @@ Install them as root:  apt-get update && apt-get install -y $missing"
 # the script again as postgres (initdb refuses root) and exit with its status.
 install_or_rerun_as_postgres() {
 	local script=$1; shift
-	ensure_packages
+	if [ -n "${PG_CONFIG:-}" ]; then
+		PG_CONFIG=$(source_pg_config) || exit 1	# an absolute path, for the rerun
+		export PG_CONFIG
+	fi
+	# shellcheck disable=SC2046
+	ensure_packages $(required_packages)
 	if [ "$(id -u)" -eq 0 ]; then
+		if [ -n "${PG_CONFIG:-}" ] && ! runuser -u postgres -- "$PG_CONFIG" --version >/dev/null 2>&1; then
+			die "the postgres user cannot run $PG_CONFIG"
+		fi
 		local status=0
 		rerun_as_postgres "$script" "$@" || status=$?
 		exit $status
@@ -77,37 +96,80 @@ rerun_as_postgres() {
 	log "running as postgres in $copy"
 	local status=0
 	runuser -u postgres -- env PATH="$PATH" CI="${CI:-}" UIDGEN_KEEP="${UIDGEN_KEEP:-}" \
-		bash "$copy/$script" "$@" || status=$?
+		PG_CONFIG="${PG_CONFIG:-}" bash "$copy/$script" "$@" || status=$?
 	[ -n "${UIDGEN_KEEP:-}" ] || rm -rf "$copy"
 	return $status
 }
 
-# make_pg_tree DIR: a relocated copy of the system's PostgreSQL under DIR/usr.
-# PostgreSQL finds its share and lib directories relative to its binaries, so
-# this copy uses DIR's share/extension and lib, where "make install" puts
-# uidgen, and leaves the system installation alone.
-make_pg_tree() {
-	local root=$1/usr
-	local lib=$root/lib/postgresql/$PG_MAJOR
-	local share=$root/share/postgresql/$PG_MAJOR
-	local entry
+# source_pg_config: the pg_config of the installation to copy: PG_CONFIG,
+# or Debian's PostgreSQL 15.  Fails with a clear message if it is unusable.
+source_pg_config() {
+	local config=${PG_CONFIG:-$PG_BINDIR/pg_config}
+	if [[ "$config" != */* ]]; then
+		config=$(command -v "$config") || die "PG_CONFIG=$PG_CONFIG: not on the PATH"
+	fi
+	[ -x "$config" ] || die "PG_CONFIG=$config: not an executable pg_config"
+	"$config" --version >/dev/null 2>&1 || die "PG_CONFIG=$config does not run"
+	[ -n "$("$config" --pgxs 2>/dev/null)" ] && [ -f "$("$config" --pgxs)" ] ||
+		die "$config: no PGXS (install the server development package)"
+	echo "$config"
+}
 
-	mkdir -p "$lib/lib/bitcode" "$share/extension" "$root/include"
-	cp -a "$PG_BINDIR" "$lib/bin"			# binaries resolve symlinks: copy them
-	for entry in /usr/lib/postgresql/$PG_MAJOR/lib/*; do
-		[ "$(basename "$entry")" = bitcode ] || ln -s "$entry" "$lib/lib/"
+# make_pg_tree DIR [PG_CONFIG]: a relocated copy, under DIR, of the
+# PostgreSQL installation PG_CONFIG belongs to (default: source_pg_config);
+# prints its bin directory.  PostgreSQL finds its share and lib directories
+# relative to its binaries, so this copy uses DIR's share/extension and lib
+# (and lib/bitcode), where "make install" puts uidgen, and leaves the
+# original installation alone.  The installation's directories are mirrored
+# at their absolute paths under DIR: the binaries are copied (they resolve
+# symlinks to find themselves), the directories "make install" writes into,
+# and those above them, are new directories, and everything else is a
+# symlink to the original.
+make_pg_tree() {
+	local dir=$1 config=${2:-}
+	[ -n "$config" ] || config=$(source_pg_config) || exit 1
+	# The paths as pg_config reports them, not with symlinks resolved: the
+	# binaries find the rest through these paths' relative layout.
+	local bindir sharedir pkglibdir includedir libdir
+	bindir=$(cd "$("$config" --bindir)" && pwd)
+	sharedir=$(cd "$("$config" --sharedir)" && pwd)
+	pkglibdir=$(cd "$("$config" --pkglibdir)" && pwd)
+	includedir=$(cd "$("$config" --includedir)" && pwd)
+	libdir=$(cd "$("$config" --libdir)" && pwd)
+
+	local private=("$sharedir/extension" "$pkglibdir")
+	[ -d "$pkglibdir/bitcode" ] && private+=("$pkglibdir/bitcode")
+
+	# The deepest directory above all of them.
+	local root=$bindir path
+	for path in "$sharedir" "$pkglibdir" "$includedir" "$libdir"; do
+		while [ "$root" != / ] && [[ "$path/" != "$root/"* ]]; do
+			root=$(dirname "$root")
+		done
 	done
-	for entry in /usr/lib/postgresql/$PG_MAJOR/lib/bitcode/*; do
-		ln -s "$entry" "$lib/lib/bitcode/"
-	done
-	for entry in /usr/share/postgresql/$PG_MAJOR/*; do
-		[ "$(basename "$entry")" = extension ] || ln -s "$entry" "$share/"
-	done
-	for entry in /usr/share/postgresql/$PG_MAJOR/extension/*; do
-		ln -s "$entry" "$share/extension/"
-	done
-	ln -s /usr/include/postgresql "$root/include/postgresql"
-	echo "$lib/bin"
+
+	_mirror() {
+		local src=$1 entry p
+		if [ "$src" = "$bindir" ]; then
+			cp -a "$src" "$dir$src"
+			return
+		fi
+		for p in "${private[@]}" "$bindir"; do
+			if [ "$p" = "$src" ] || [[ "$p" == "$src/"* ]]; then
+				mkdir -p "$dir$src"
+				for entry in "$src"/* "$src"/.[!.]*; do
+					[ -e "$entry" ] || [ -L "$entry" ] || continue
+					_mirror "$entry"
+				done
+				return
+			fi
+		done
+		ln -s "$src" "$dir$src"
+	}
+	mkdir -p "$dir$(dirname "$root")"
+	_mirror "$root"
+	mkdir -p "$dir$sharedir/extension" "$dir$pkglibdir"
+	echo "$dir$bindir"
 }
 
 free_port() {

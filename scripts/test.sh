@@ -4,6 +4,10 @@
 # unit tests, pg_regress, isolation specs and Perl TAP tests.  Ends with one
 # line "N passed, N failed" and exits non-zero when anything failed or when
 # no test ran.
+#
+# The server is Debian 12's PostgreSQL 15, or the installation whose
+# pg_config PG_CONFIG names (make test PG_CONFIG=/path/to/pg_config); either
+# way uidgen is installed only into a relocated copy of it.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,8 +17,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 install_or_rerun_as_postgres scripts/test.sh "$@"
 
 cd "$top"
+source_config=$(source_pg_config)
 scratch=$(mktemp -d /tmp/uidgen-test.XXXXXX)
-bindir=$(make_pg_tree "$scratch/pg")
+bindir=$(make_pg_tree "$scratch/pg" "$source_config")
 export PG_CONFIG=$bindir/pg_config
 export PATH=$bindir:$PATH
 data=$scratch/data
@@ -34,6 +39,7 @@ record() {	# record KIND PASSED FAILED
 	summary+=("$(printf '%-10s %4d passed, %d failed' "$1" "$2" "$3")")
 }
 
+log "$("$PG_CONFIG" --version) (a relocated copy of $(dirname "$source_config"))"
 log "building"
 build_and_install "$bindir" "$scratch/build.log"
 make -s build/unit_tests build/uidgen_load PG_CONFIG="$PG_CONFIG" >>"$scratch/build.log" 2>&1 ||
@@ -50,11 +56,13 @@ unit_passed=${unit_passed:-$(( ${unit_total:-0} - unit_failed ))}
 [ -n "$unit_total" ] || unit_failed=$((unit_failed + 1))	# crashed before its summary
 record unit "$unit_passed" "$unit_failed"
 
-# pg_regress and pg_isolation_regress print one "... ok" or "... FAILED" a test.
+# pg_regress and pg_isolation_regress print one line a test: up to 15
+# "test name ... ok" or "... FAILED"; from 16 on (TAP) "ok 1 - name" or
+# "not ok 1 - name" ("+" for a test of a parallel group).
 count_regress() {	# count_regress KIND LOG STATUS
 	local ok bad
-	ok=$(grep -cE '\.\.\. ok( |$)' "$2" || true)
-	bad=$(grep -cE '\.\.\. (FAILED|failed)' "$2" || true)
+	ok=$(grep -cE '\.\.\. ok( |$)|^ok [0-9]+ +[-+] ' "$2" || true)
+	bad=$(grep -cE '\.\.\. (FAILED|failed)|^not ok [0-9]+ +[-+] ' "$2" || true)
 	[ "$3" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
 	record "$1" "$ok" "$bad"
 	if [ "$3" -ne 0 ]; then

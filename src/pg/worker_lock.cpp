@@ -4,6 +4,8 @@
  */
 #include "pg/worker_lock.hpp"
 
+#include "pg/compat.hpp"
+
 extern "C" {
 #include "miscadmin.h"
 #include "storage/lock.h"
@@ -81,20 +83,19 @@ advisory_tag(Oid registry_relid, int64_t worker)
 bool
 try_take(const LOCKTAG &tag, bool report_memory_error)
 {
-	return LockAcquireExtended(&tag, worker_lock_mode, true, true, report_memory_error, nullptr) !=
-		   LOCKACQUIRE_NOT_AVAIL;
+	return lock_acquire_nowait(tag, worker_lock_mode, true, report_memory_error) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 bool
 take_if_lost(const LOCKTAG &tag)
 {
-	return LockHeldByMe(&tag, worker_lock_mode) || try_take(tag, false);
+	return lock_held_by_me(tag, worker_lock_mode) || try_take(tag, false);
 }
 
 void
 release_if_held(const LOCKTAG &tag)
 {
-	if (LockHeldByMe(&tag, worker_lock_mode))
+	if (lock_held_by_me(tag, worker_lock_mode))
 		LockRelease(&tag, worker_lock_mode, true);
 }
 
@@ -108,7 +109,7 @@ try_lock_worker(Oid registry_relid, int64_t worker)
 	LOCKTAG advisory = advisory_tag(registry_relid, worker);
 
 	/* Held already means held by this backend: not a free worker. */
-	if (LockHeldByMe(&object, worker_lock_mode) || LockHeldByMe(&advisory, worker_lock_mode))
+	if (lock_held_by_me(object, worker_lock_mode) || lock_held_by_me(advisory, worker_lock_mode))
 		return false;
 	if (held_count == max_held_workers)
 		ereport(ERROR,

@@ -27,7 +27,8 @@ INSERT INTO label VALUES
 	('uid_ms',        '**uid, milliseconds** (41/13/9)',      'uid ms',             'uid',   12),
 	('uid_s',         'uid, seconds (28/22/13)',              'uid s',              'uid',   13),
 	('uuid',          '`gen_random_uuid()`',                  'gen_random_uuid()',  'other', 14),
-	('uuidv7',        'UUIDv7 (random within the ms)',        'UUIDv7',             'other', 15);
+	('uuidv7',        'UUIDv7 (random within the ms)',        'UUIDv7',             'other', 15),
+	('uuidv7_core',   '`uuidv7()` (core, PostgreSQL 18)',     'uuidv7()',           'other', 16);
 
 CREATE FUNCTION pg_temp.num(x float8, digits int) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(round(x::numeric, digits)::text, 'n/a') $$;

@@ -8,8 +8,11 @@
 #   3. insert tps with pgbench
 #
 # Like scripts/test.sh it runs on a fresh Debian 12, as root or not: it builds
-# uidgen into a private copy of PostgreSQL 15 and benchmarks on a throwaway
-# cluster.  Progress goes to stderr; the results go to test/bench/results/
+# uidgen into a private copy of PostgreSQL 15 (or of the server PG_CONFIG
+# names: make bench PG_CONFIG=/path/to/pg_config) and benchmarks on a
+# throwaway cluster.  On a server with core uuidv7() (PostgreSQL 18 on) it is
+# measured too, beside gen_random_uuid(); results of a server other than 15
+# go to pgNN.* (pgNN-quick.* for --quick) rather than latest.*.  Progress goes to stderr; the results go to test/bench/results/
 # (latest.md, latest.png and the raw samples, latest.tsv) and the Markdown is
 # printed on stdout at the end.  A full run also refreshes the Performance
 # section of test/bench/README.md.
@@ -51,9 +54,19 @@ while [ $# -gt 0 ]; do
 done
 
 # Only what the benchmark needs, not the test suite's packages.  pgbench and
-# pgstattuple come with postgresql-15; any gnuplot that can write PNG will do.
-REQUIRED_PACKAGES=(make g++ "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR")
+# pgstattuple come with postgresql-15 (and with a source build's world-bin);
+# any gnuplot that can write PNG will do.
+if [ -n "${PG_CONFIG:-}" ]; then
+	PG_CONFIG=$(source_pg_config) || exit 1	# an absolute path, for the rerun
+	export PG_CONFIG
+	REQUIRED_PACKAGES=(make g++)
+else
+	REQUIRED_PACKAGES=(make g++ "${PG15_PACKAGES[@]}")
+fi
 command -v gnuplot >/dev/null || REQUIRED_PACKAGES+=(gnuplot-nox)
+# The server's major version names the results of servers other than 15.
+server_major=$PG_MAJOR
+[ -z "${PG_CONFIG:-}" ] || server_major=$("$PG_CONFIG" --version | sed -nE 's/^PostgreSQL ([0-9]+).*/\1/p')
 
 # Sizes.  A full run takes 10-15 minutes on 2 cores; --quick about 2.
 #
@@ -64,6 +77,7 @@ command -v gnuplot >/dev/null || REQUIRED_PACKAGES+=(gnuplot-nox)
 # a new backend, so none inherits the time borrowed by another.
 if [ $quick -eq 1 ]; then
 	name=quick
+	[ "$server_major" = "$PG_MAJOR" ] || name=pg$server_major-quick
 	gen_rows=200000 gen_rounds=5
 	scale_seconds=0.3 scale_rounds=1
 	insert_seconds=2 insert_rounds=1
@@ -71,6 +85,7 @@ if [ $quick -eq 1 ]; then
 	load_rows=100000
 else
 	name=latest
+	[ "$server_major" = "$PG_MAJOR" ] || name=pg$server_major
 	gen_rows=5000000 gen_rounds=5
 	scale_seconds=1.5 scale_rounds=3
 	insert_seconds=3 insert_rounds=6
@@ -128,7 +143,7 @@ refresh_readme() {
 	log "refreshed the Performance section of $readme"
 }
 
-ensure_packages
+ensure_packages "${REQUIRED_PACKAGES[@]}"
 if [ "$(id -u)" -eq 0 ]; then
 	dest=${out:-$here/results}
 	stage=$(mktemp -d /tmp/uidgen-bench-out.XXXXXX)
@@ -144,7 +159,7 @@ if [ "$(id -u)" -eq 0 ]; then
 		cp "$stage"/* "$dest"/
 		chown -R "$(stat -c %u:%g "$top")" "$dest"
 		log "results in $dest"
-		if [ $status -eq 0 ] && [ $quick -eq 0 ] && [ -z "$out" ]; then
+		if [ $status -eq 0 ] && [ "$name" = latest ] && [ -z "$out" ]; then
 			refresh_readme "$dest"
 		fi
 	fi
@@ -208,7 +223,7 @@ meta() { sample meta "$1" 0 value 0 "$2"; }
 meta_value() { awk -F'\t' -v name="$1" '$1 == "meta" && $2 == name { print $6 }' "$samples"; }
 
 build() {
-	log "building uidgen into a private PostgreSQL $PG_MAJOR"
+	log "building uidgen into a private copy of $("$PG_CONFIG" --version)"
 	(cd "$top" && make -s -j"$cores" PG_CONFIG="$PG_CONFIG" && make -s install PG_CONFIG="$PG_CONFIG") \
 		>"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; die "build failed"; }
 }
@@ -242,6 +257,11 @@ prepare_databases() {
 	q -d bench -f "$here/setup.sql" >/dev/null
 	q -d bench_sec -c "CREATE EXTENSION uidgen" -c "SELECT uid_configure($seconds_layout)" >/dev/null
 	q -d bench_sec -f "$here/setup.sql" >/dev/null
+	if [ "$has_uuidv7" = t ]; then
+		q -d bench -c "CREATE TABLE IF NOT EXISTS bench.ins_uuidv7_core (
+				id uuid PRIMARY KEY DEFAULT pg_catalog.uuidv7(), v int NOT NULL
+			) WITH (autovacuum_enabled = off)" >/dev/null
+	fi
 }
 
 checkpoint() { q -d "${1:-postgres}" -c CHECKPOINT; }
@@ -257,6 +277,7 @@ gen_expr() {
 		nextval_c1000) echo "nextval('bench.seq_cache1000')" ;;
 		uuid) echo 'gen_random_uuid()' ;;
 		uid_cached | uid_default) echo 'uid_next()' ;;
+		uuidv7_core) echo 'pg_catalog.uuidv7()' ;;
 		*) die "no expression for $1" ;;
 	esac
 }
@@ -468,6 +489,7 @@ load_key_column() {
 		uid_ms | uid_s) echo 'id bigint PRIMARY KEY DEFAULT public.uid_next()' ;;
 		uuid) echo 'id uuid PRIMARY KEY DEFAULT pg_catalog.gen_random_uuid()' ;;
 		uuidv7) echo 'id uuid PRIMARY KEY DEFAULT bench.uuidv7()' ;;
+		uuidv7_core) echo 'id uuid PRIMARY KEY DEFAULT pg_catalog.uuidv7()' ;;
 		*) die "no key column for $1" ;;
 	esac
 }
@@ -590,6 +612,15 @@ log "starting a throwaway cluster"
 start_cluster "$bindir" "$data"
 tune_cluster
 postmaster_pid=$(head -1 "$data/postmaster.pid")
+# Core uuidv7() (PostgreSQL 18 on): what users of that server would pick
+# instead of uid_next(), so it joins every section where UUIDs are measured.
+has_uuidv7=$(q -c "SELECT to_regprocedure('pg_catalog.uuidv7()') IS NOT NULL")
+if [ "$has_uuidv7" = t ]; then
+	log "the server has uuidv7(): measuring it too"
+	gen_keys+=(uuidv7_core)
+	insert_keys+=(uuidv7_core)
+	load_keys+=(uuidv7_core)
+fi
 idle_children=$(server_children)
 prepare_databases
 measure_generation
@@ -599,7 +630,7 @@ measure_churn
 measure_loads
 report
 log "done in $(calc "($(now) - $started) / 60" | xargs printf '%.1f') minutes; results in $out"
-if [ $default_out -eq 1 ] && [ $quick -eq 0 ]; then
+if [ $default_out -eq 1 ] && [ "$name" = latest ]; then
 	refresh_readme "$out"
 fi
 cat "$out/$name.md"

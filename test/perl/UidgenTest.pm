@@ -1,4 +1,13 @@
 # UidgenTest: shared set-up for uidgen's TAP tests.
+#
+# The tests run on PostgreSQL 15, 17 and 18 (make test-all), each with that
+# server's own PostgreSQL::Test modules.  15's API is a subset of 17's and
+# 18's, with the same signatures for everything the tests use
+# (background_psql, query/query_safe, connstr, poll_query_until, pgbench,
+# log_contains, wait_for_catchup, stop): write tests against 15's API.  Not on
+# 15: wait_for_event, log_content, advance_wal, wait_for_replay_catchup (17),
+# check_extension, issues_sql_unlike, background_psql(connstr => ...),
+# stop(timeout => ...) (18).  initdb enables data checksums from 18 on.
 package UidgenTest;
 
 use strict;
