@@ -38,6 +38,9 @@ PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 # system headers so that our warnings stay meaningful.
 override PG_CPPFLAGS += -Isrc -isystem $(shell $(PG_CONFIG) --includedir-server 2>/dev/null)
 override PG_CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-register -fno-strict-aliasing
+# make WERROR=1 (what make test does) turns every warning into an error.
+WARNINGS_AS_ERRORS = $(if $(WERROR),-Werror)
+override PG_CXXFLAGS += $(WARNINGS_AS_ERRORS)
 SHLIB_LINK += -lstdc++
 
 include $(PGXS)
@@ -56,7 +59,7 @@ $(OBJS): $(wildcard src/*/*.hpp)
 
 # ---- the project's own targets ------------------------------------------
 
-GTEST_CXXFLAGS = -std=c++17 -Wall -Wextra -O1 -g -Isrc
+GTEST_CXXFLAGS = -std=c++17 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O1 -g -Isrc
 UNIT_SOURCES = $(sort $(wildcard test/unit/*.cpp))
 CORE_SOURCES = $(sort $(wildcard src/core/*.cpp))
 
@@ -72,7 +75,7 @@ LOAD_SOURCES = $(sort $(wildcard test/load/*.cpp))
 LOAD_LIBDIR = $(shell $(PG_CONFIG) --libdir 2>/dev/null)
 build/uidgen_load: $(LOAD_SOURCES) $(wildcard test/load/*.hpp)
 	@mkdir -p build
-	$(CXX) -std=c++17 -Wall -Wextra -O2 -g -I$(shell $(PG_CONFIG) --includedir 2>/dev/null) -o $@ $(LOAD_SOURCES) \
+	$(CXX) -std=c++17 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O2 -g -I$(shell $(PG_CONFIG) --includedir 2>/dev/null) -o $@ $(LOAD_SOURCES) \
 		-L$(LOAD_LIBDIR) -Wl,-rpath,$(LOAD_LIBDIR) -lpq -lpthread
 
 build/regress build/isolation:

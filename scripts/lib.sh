@@ -73,11 +73,11 @@ install_or_rerun_as_postgres() {
 	fi
 }
 
-# build_and_install BINDIR LOG: builds uidgen and installs it into the
-# private PostgreSQL tree whose binaries are in BINDIR.
+# build_and_install BINDIR LOG: builds uidgen, warnings being errors, and
+# installs it into the private PostgreSQL tree whose binaries are in BINDIR.
 build_and_install() {
 	local bindir=$1 build_log=$2
-	make -s -j2 PG_CONFIG="$bindir/pg_config" >"$build_log" 2>&1 &&
+	make -s -j2 WERROR=1 PG_CONFIG="$bindir/pg_config" >"$build_log" 2>&1 &&
 		make -s install PG_CONFIG="$bindir/pg_config" >>"$build_log" 2>&1 ||
 		{ cat "$build_log"; die "build failed"; }
 }

@@ -42,7 +42,7 @@ record() {	# record KIND PASSED FAILED
 log "$("$PG_CONFIG" --version) (a relocated copy of $(dirname "$source_config"))"
 log "building"
 build_and_install "$bindir" "$scratch/build.log"
-make -s build/unit_tests build/uidgen_load PG_CONFIG="$PG_CONFIG" >>"$scratch/build.log" 2>&1 ||
+make -s WERROR=1 build/unit_tests build/uidgen_load PG_CONFIG="$PG_CONFIG" >>"$scratch/build.log" 2>&1 ||
 	{ cat "$scratch/build.log"; die "building the test programs failed"; }
 export UIDGEN_LOAD=$top/build/uidgen_load
 
