@@ -10,6 +10,7 @@
 
 extern "C" {
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
@@ -39,16 +40,33 @@ read_mark()
 }
 
 /*
+ * The end of the WAL inserted so far.  At a page boundary the insert
+ * pointer points past the header of a page nobody has begun, which
+ * XLogFlush() refuses; the end is the page's start then.
+ */
+XLogRecPtr
+inserted_wal_end()
+{
+	XLogRecPtr end = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(end, wal_segment_size) == SizeOfXLogLongPHD)
+		return end - SizeOfXLogLongPHD;
+	if (end % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		return end - SizeOfXLogShortPHD;
+	return end;
+}
+
+/*
  * The mark, made durable: a value another backend raised is flushed by it
- * before it issues, but one set by hand (setval) or whose flush failed may
- * not be.  Nearly always a no-op.
+ * before it issues, but one set by hand (setval) in a transaction that did
+ * not commit may not be.  Nearly always a no-op.
  */
 int64_t
 read_durable_mark()
 {
 	int64_t mark = read_mark();
 
-	XLogFlush(GetXLogInsertRecPtr());
+	XLogFlush(inserted_wal_end());
 	return mark;
 }
 
