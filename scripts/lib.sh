@@ -19,7 +19,7 @@ BASE_PACKAGES=(make g++ perl libpq-dev libgtest-dev libipc-run-perl faketime)
 # ... and Debian's PostgreSQL 15, the default server.
 PG15_PACKAGES=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR")
 # ... and what scripts/pg-build.sh needs to build PostgreSQL from source.
-PG_BUILD_PACKAGES=(gcc bison flex libreadline-dev zlib1g-dev bzip2)
+PG_BUILD_PACKAGES=(gcc bison flex libreadline-dev zlib1g-dev libssl-dev bzip2)
 
 # The packages the calling script needs: the base ones, Debian's PostgreSQL
 # 15 unless PG_CONFIG names another server.

@@ -8,13 +8,17 @@
 #
 # The cache is /var/cache/uidgen as root, ${XDG_CACHE_HOME:-$HOME/.cache}/uidgen
 # otherwise (UIDGEN_CACHE overrides both); each version goes to pg-VERSION in
-# it.  A build that finished is marked with the tarball's SHA-256, so a
-# different tarball of the same version builds again; a build that did not
-# finish is thrown away.  Nothing is installed into the cache after it is
+# it.  A build that finished is marked with the tarball's SHA-256 and the
+# configure options, so a different tarball of the same version, or other
+# options, build again; a build that did not finish is thrown away.
+#
+# With OpenSSL, as Debian's and PGDG's packages are: without it
+# pg_strong_random() reads /dev/urandom on every call, which makes
+# gen_random_uuid() and uuidv7() several times slower than users see them.  Nothing is installed into the cache after it is
 # built: "make test" installs uidgen into a relocated copy (scripts/lib.sh).
 #
-# Needs: make gcc bison flex perl libreadline-dev zlib1g-dev libipc-run-perl
-# bzip2 (scripts/test-all.sh installs them as root).
+# Needs: make gcc bison flex perl libreadline-dev zlib1g-dev libssl-dev
+# libipc-run-perl bzip2 (scripts/test-all.sh installs them as root).
 set -euo pipefail
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -42,7 +46,8 @@ stamp=$prefix/.uidgen-built
 exec 9>"$cache/pg-$version.lock"
 flock 9
 
-sum=$(sha256sum "$tarball" | cut -d' ' -f1)
+configure_options=(--enable-tap-tests --without-icu --with-openssl)
+sum="$(sha256sum "$tarball" | cut -d' ' -f1) ${configure_options[*]}"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ] && [ -x "$prefix/bin/pg_config" ]; then
 	log "PostgreSQL $version: cached in $prefix"
 	echo "$prefix/bin/pg_config"
@@ -60,7 +65,7 @@ src=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'postgresql-*' | head -
 jobs=$(nproc 2>/dev/null || echo 2)
 (
 	cd "$src"
-	./configure --prefix="$prefix" --enable-tap-tests --without-icu &&
+	./configure --prefix="$prefix" "${configure_options[@]}" &&
 		make -j"$jobs" world-bin &&
 		make install-world-bin
 ) >"$build_log" 2>&1 || {
