@@ -65,7 +65,10 @@ src=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'postgresql-*' | head -
 jobs=$(nproc 2>/dev/null || echo 2)
 (
 	cd "$src"
+	# The generated headers first: a parallel "make world-bin" does not
+	# order them before src/common (seen: utils/errcodes.h missing).
 	./configure --prefix="$prefix" "${configure_options[@]}" &&
+		make -C src/backend generated-headers &&
 		make -j"$jobs" world-bin &&
 		make install-world-bin
 ) >"$build_log" 2>&1 || {
