@@ -15,6 +15,11 @@ INSERT INTO orders (item) VALUES ('book'), ('pen'), ('lamp') RETURNING id, (uid_
 SELECT id, host_name, port, type, status, pid = pg_backend_pid() AS this_session
   FROM uidgen.worker_node;
 
+-- The time reservation: on disk before any ID beyond it is issued, so a
+-- crash followed by a clock set back cannot make this worker's past look unused.
+SELECT uid_timestamp(uid_lastval()) AS last_id_time,
+       (SELECT last_value FROM uidgen.reserved_until) - (uid_lastval() >> 22) AS reserved_ms_ahead;
+
 -- IDs in bulk, and UidGenerator's parseUID() shape.
 SELECT count(*) AS ids, min(id) < max(id) AS increasing FROM uid_next_batch(100000) AS b(id);
 SELECT uid_parse_json(id) FROM orders ORDER BY id LIMIT 1;
