@@ -67,7 +67,9 @@ for my $version (@released)
 	is($node->safe_psql($db, 'SELECT count(*) = count(DISTINCT id) AND count(*) = 31000 FROM t'), 't',
 		"$version: every one of 31,000 IDs unique");
 
-	# The updated database is the same as a fresh one of the new version.
+	# The updated database is the same as a fresh one of the new version.  (A fresh
+	# install runs the same update scripts today; this guards a full install
+	# script of a later version against drifting from them.)
 	$node->safe_psql('postgres', "CREATE DATABASE fresh_$db");
 	$node->safe_psql("fresh_$db", 'CREATE EXTENSION uidgen');
 	my $objects = q{
@@ -77,6 +79,17 @@ for my $version (@released)
 	is($node->safe_psql($db, $objects), $node->safe_psql("fresh_$db", $objects),
 		"$version: the updated extension has the objects of a fresh $default");
 }
+
+# A 1.1 installation that lost its reservation refuses to issue rather than issue unreserved IDs.
+$node->safe_psql('postgres', 'CREATE DATABASE damaged');
+$node->safe_psql('damaged', q{
+	CREATE EXTENSION uidgen;
+	ALTER EXTENSION uidgen DROP SEQUENCE uidgen.reserved_until;
+	DROP SEQUENCE uidgen.reserved_until});
+my ($ret, $stdout, $stderr) = $node->psql('damaged', 'SELECT uid_next()');
+like($stderr, qr/ERROR:  sequence "uidgen.reserved_until" is missing/, 'a missing reservation is an error');
+is($node->safe_psql('damaged', q{SELECT count(*) FILTER (WHERE status = 'active'), coalesce(max(last_time), -1)
+	FROM uidgen.worker_node}), '0|-1', 'and no ID was issued under the worker it had taken, released at exit');
 
 $node->stop;
 done_testing();
