@@ -48,14 +48,15 @@ define_settings()
 							PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr, nullptr);
 
 	/*
-	 * Not settable per session: a backend that finds a dead worker relies on
-	 * its holder having borrowed no more than this, so every backend of the
-	 * server must use the same bound.
+	 * One bound for the server: it is also the least margin before a dead
+	 * backend's worker is reused.  What makes that margin safe is the time
+	 * reservation (reservation.hpp), which covers whatever the dead backend
+	 * borrowed under any value this had.
 	 */
 	DefineCustomIntVariable("uidgen.max_borrow",
 							gettext_noop("How far the cached generator may run ahead of the clock."),
-							gettext_noop("Also the margin after which the worker id of a backend that "
-										 "died without releasing it may be reused."),
+							gettext_noop("Also the least margin before the worker id of a backend that died "
+										 "without releasing it is reused; the time reservation keeps it safe."),
 							&max_borrow_ms, max_borrow_ms, 0, 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS,
 							nullptr, nullptr, nullptr);
 
