@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# test/bench/compare.sh BASE_REV [ROUNDS]: what uid_next() costs per ID in
-# the working tree against BASE_REV, measured in one run.
+# test/bench/compare.sh BASE_REV [ROUNDS]: what uid_next() costs per ID, and
+# a new connection that takes one ID, in the working tree against BASE_REV,
+# measured in one run.
 #
 #   test/bench/compare.sh HEAD~3        # 9 rounds (default)
 #   test/bench/compare.sh 2252015 15
@@ -10,8 +11,10 @@
 # every round times, in a new session of each cluster (the order rotating),
 # SELECT count(g) and SELECT count(uid_next()) over the same generate_series.
 # The cost per ID is the difference, paired within the session, so a change
-# of the machine's load between rounds lands on both sides alike.  Prints the
-# medians and the ratio.  Like make test: Debian 12, as root or not.
+# of the machine's load between rounds lands on both sides alike.  Each round
+# also times 200 connections that each take one ID (pgbench -C): the cost of
+# registering and releasing a worker.  Prints the medians and the ratios.
+# Like make test: Debian 12, as root or not.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -95,22 +98,34 @@ measure() {
 	SQL
 }
 
-declare -A bare_ns uid_ns
+# ms per connection that connects, takes one ID and disconnects.
+churn_script=$scratch/churn.sql
+echo 'SELECT uid_next();' >"$churn_script"
+churn() {
+	local side=$1
+	"${bindir[$side]}/pgbench" -n -C -c 1 -j 1 -t 200 -f "$churn_script" -h "${host[$side]}" -p "${port[$side]}" \
+		postgres 2>/dev/null | awk '/^tps = / { printf "%.3f", 1000 / $3 }'
+}
+
+declare -A bare_ns uid_ns conn_ms
 for round in $(seq "$rounds"); do
 	order=(base head)
 	[ $((round % 2)) -eq 0 ] && order=(head base)
 	for side in "${order[@]}"; do
 		read -r b u < <(measure "$side")
+		c=$(churn "$side")
 		bare_ns[$side]+="$b "
 		uid_ns[$side]+="$u "
-		log "round $round of $rounds, $side: a bare row $b ns, uid_next() above it $u ns"
+		conn_ms[$side]+="$c "
+		log "round $round of $rounds, $side: a bare row $b ns, uid_next() above it $u ns, a connection $c ms"
 	done
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 bb=$(median <<<"${bare_ns[base]}") bh=$(median <<<"${bare_ns[head]}")
 ub=$(median <<<"${uid_ns[base]}") uh=$(median <<<"${uid_ns[head]}")
-ratio=$(awk -v h="$uh" -v b="$ub" 'BEGIN { printf "%.2f", h / b }')
+cb=$(median <<<"${conn_ms[base]}") ch=$(median <<<"${conn_ms[head]}")
+ratio() { awk -v h="$1" -v b="$2" 'BEGIN { printf "%.2f", h / b }'; }
 
 cat <<-TABLE
 
@@ -119,9 +134,12 @@ cat <<-TABLE
 	| | base $base_label | head $head_label | head / base |
 	|---|---|---|---|
 	| bare generate_series row, ns | $bb | $bh | |
-	| uid_next() above a bare row, ns | $ub | $uh | ${ratio}x |
+	| uid_next() above a bare row, ns | $ub | $uh | $(ratio "$uh" "$ub")x |
+	| a new connection that takes one ID (pgbench -C), ms | $cb | $ch | $(ratio "$ch" "$cb")x |
 
-	every round, uid_next() above a bare row, ns:
+	every round, uid_next() above a bare row, ns, and a connection, ms:
 	  base: ${uid_ns[base]}
 	  head: ${uid_ns[head]}
+	  base: ${conn_ms[base]}
+	  head: ${conn_ms[head]}
 TABLE
