@@ -75,11 +75,21 @@ install_or_rerun_as_postgres() {
 
 # build_and_install BINDIR LOG: builds uidgen, warnings being errors, and
 # installs it into the private PostgreSQL tree whose binaries are in BINDIR.
+# Objects built against another major version would link a library the
+# server refuses ("version mismatch"), and make cannot tell: a stamp in
+# build/ names the version they were built for, and another one cleans first.
 build_and_install() {
 	local bindir=$1 build_log=$2
+	local stamp=build/pg_version server
+	server=$("$bindir/pg_config" --version)
+	if [ "$(cat "$stamp" 2>/dev/null)" != "$server" ]; then
+		make -s clean PG_CONFIG="$bindir/pg_config" >/dev/null 2>&1 || true
+	fi
 	make -s -j2 WERROR=1 PG_CONFIG="$bindir/pg_config" >"$build_log" 2>&1 &&
 		make -s install PG_CONFIG="$bindir/pg_config" >>"$build_log" 2>&1 ||
 		{ cat "$build_log"; die "build failed"; }
+	mkdir -p build
+	echo "$server" >"$stamp"
 }
 
 # Copies the tree to a fresh directory owned by postgres and runs the given
