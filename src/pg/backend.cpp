@@ -146,7 +146,6 @@ struct BackendState
 	std::optional<IssuingWorker> issuing;
 	std::optional<int64_t> last_uid;
 	bool exit_callbacks_registered = false;
-	bool warned_old_sql = false;
 };
 
 BackendState state;
@@ -184,19 +183,6 @@ retire_issuing_worker()
 }
 
 void
-warn_if_sql_is_old()
-{
-	if (state.warned_old_sql || OidIsValid(reserved_until_relid()))
-		return;
-	state.warned_old_sql = true;
-	ereport(WARNING,
-			(errmsg("the SQL objects of extension \"uidgen\" are older than its library"),
-			 errdetail("Without uidgen.reserved_until, a worker of a backend that crashes is reused by the "
-					   "clock alone, as in version 1.0.0."),
-			 errhint("Run ALTER EXTENSION uidgen UPDATE in this database.")));
-}
-
-void
 register_worker()
 {
 	struct Registration
@@ -206,7 +192,6 @@ register_worker()
 		Claim claim;
 	};
 
-	warn_if_sql_is_old();
 	Registration r = with_spi(Rights::Owner, [] {
 		Oid relid = worker_node_relid();
 

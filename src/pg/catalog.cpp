@@ -205,7 +205,6 @@ register_catalog_callbacks()
 	RegisterSubXactCallback(uidgen_catalog_subxact_callback, nullptr);
 }
 
-
 } // namespace uidgen::pg
 
 static void

@@ -83,41 +83,46 @@ raise_to(Oid sequence_relid, int64_t target)
 }
 
 /*
- * Runs step under the raise lock in mode, a session lock held for this call
- * only and released here, also on error.  Share for reading (backends adopt
- * a raised mark at once, side by side), exclusive for the read and raise
- * that must be one step.
+ * Runs step under the raise lock, a session lock held for this call only
+ * and released here, also on error: the read and the raise of two backends
+ * must not interleave.
  */
 template <typename Step>
 int64_t
-under_raise_lock(Oid sequence_relid, LOCKMODE mode, Step step)
+under_raise_lock(Oid sequence_relid, Step step)
 {
 	LOCKTAG tag;
 	volatile int64_t covered = 0; /* assigned inside PG_TRY */
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, sequence_relid, 0, raise_lock_key_kind);
-	(void) LockAcquire(&tag, mode, true, false);
+	(void) LockAcquire(&tag, ExclusiveLock, true, false);
 	PG_TRY();
 	{
 		covered = with_spi(Rights::Owner, step);
 	}
 	PG_FINALLY();
 	{
-		LockRelease(&tag, mode, true);
+		LockRelease(&tag, ExclusiveLock, true);
 	}
 	PG_END_TRY();
 	return covered;
 }
 
-/* Makes the mark cover delta; returns the last unit it covers. */
+/*
+ * Makes the mark cover delta; returns the last unit it covers.  Adopting a
+ * mark raised by someone else needs no lock: setval changes the sequence's
+ * page and inserts its WAL record under the page's exclusive lock, so a
+ * value that can be read has its record inserted, and read_durable_mark()
+ * flushes past it.
+ */
 int64_t
 cover(Oid sequence_relid, int64_t delta, int64_t window_units)
 {
-	int64_t mark = under_raise_lock(sequence_relid, ShareLock, [] { return read_durable_mark(); });
+	int64_t mark = with_spi(Rights::Owner, [] { return read_durable_mark(); });
 
 	if (mark >= delta)
-		return mark; /* raised by another backend: adopt it */
-	return under_raise_lock(sequence_relid, ExclusiveLock, [sequence_relid, delta, window_units] {
+		return mark;
+	return under_raise_lock(sequence_relid, [sequence_relid, delta, window_units] {
 		int64_t current = read_durable_mark();
 
 		return current >= delta ? current : raise_to(sequence_relid, delta + window_units);
@@ -139,6 +144,21 @@ sql_predates_reservation()
 	});
 
 	return rows == 1;
+}
+
+bool warned_old_sql = false;
+
+void
+warn_once_that_sql_is_old()
+{
+	if (warned_old_sql)
+		return;
+	warned_old_sql = true;
+	ereport(WARNING,
+			(errmsg("the SQL objects of extension \"uidgen\" are older than its library"),
+			 errdetail("Without uidgen.reserved_until, a worker of a backend that crashes is reused by the "
+					   "clock alone, as in version 1.0.0."),
+			 errhint("Run ALTER EXTENSION uidgen UPDATE in this database.")));
 }
 
 } // namespace
@@ -164,6 +184,7 @@ DatabaseReservation::extend(int64_t delta)
 					 errmsg("sequence \"uidgen.reserved_until\" is missing"),
 					 errdetail("Extension \"uidgen\" needs it to issue IDs safely after a crash."),
 					 errhint("Recreate the extension, or restore the sequence from a backup.")));
+		warn_once_that_sql_is_old();
 		/* Issue as 1.0.0 did, and look again a window later: ALTER EXTENSION UPDATE may have run. */
 		return delta + window_units;
 	});

@@ -66,20 +66,20 @@ void end_as_owner(const OwnerContext *context);
 int begin_pinned_search_path();
 void end_pinned_search_path(int guc_nest_level);
 
-/*
- * Runs work() inside an SPI connection, as the extension's owner (as_owner)
- * or with the caller's rights, search_path pinned either way; returns what
- * work returns, copied out before SPI_finish (so it must not point into SPI
- * memory).  An error longjmps through work and this frame, and the
- * transaction's abort cleans up: both must hold only trivially
- * destructible locals.
- */
+/* Whose rights with_spi() runs its work with. */
 enum class Rights
 {
 	Caller,
-	Owner,
+	Owner, /* the extension's owner (begin_as_owner) */
 };
 
+/*
+ * Runs work() inside an SPI connection with the given rights, search_path
+ * pinned either way; returns what work returns, copied out before
+ * SPI_finish (so it must not point into SPI memory).  An error longjmps
+ * through work and this frame, and the transaction's abort cleans up: both
+ * must hold only trivially destructible locals.
+ */
 template <typename Work>
 inline auto
 with_spi(Rights rights, Work work) -> decltype(work())
