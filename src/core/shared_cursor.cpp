@@ -1,0 +1,42 @@
+/*
+ * shared_cursor.cpp
+ *	  Taking chunks from, and closing, a shared cursor word.
+ */
+#include "core/shared_cursor.hpp"
+
+#include "core/cpp_only.hpp"
+
+namespace uidgen {
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+			  "the cursor lives in shared memory: its atomics must not need a lock");
+
+std::optional<CursorChunk>
+take_chunk(std::atomic<uint64_t> &cursor, uint64_t min_word, uint64_t n)
+{
+	uint64_t seen = cursor.load(std::memory_order_relaxed);
+
+	/* A failed exchange reloads seen; a closed word is never below min_word. */
+	while (seen < min_word &&
+		   !cursor.compare_exchange_weak(seen, min_word, std::memory_order_relaxed, std::memory_order_relaxed))
+	{
+	}
+
+	uint64_t first = cursor.fetch_add(n, std::memory_order_relaxed);
+
+	if (first >= cursor_closed_bit)
+		return std::nullopt;
+	return CursorChunk{first, first + n};
+}
+
+std::optional<uint64_t>
+close_cursor(std::atomic<uint64_t> &cursor)
+{
+	uint64_t before = cursor.fetch_or(cursor_closed_bit, std::memory_order_relaxed);
+
+	if (before >= cursor_closed_bit)
+		return std::nullopt;
+	return before;
+}
+
+} // namespace uidgen
