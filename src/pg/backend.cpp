@@ -29,6 +29,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/registry.hpp"
 #include "pg/reservation.hpp"
+#include "pg/server_generator.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "pg/worker_lock.hpp"
@@ -185,33 +186,9 @@ retire_issuing_worker()
 void
 register_worker()
 {
-	struct Registration
-	{
-		Oid relid;
-		Layout layout;
-		Claim claim;
-	};
-
-	Registration r = with_spi(Rights::Owner, [] {
-		Oid relid = worker_node_relid();
-
-		/* uid_configure takes an ExclusiveLock: the layout cannot change under a registration. */
-		LockRelationOid(config_relid(), RowShareLock);
-		char *config_origin;
-		Layout layout = read_layout(true, &config_origin);
-		int64_t now_delta = layout.delta_at(backend_clock().now_ms());
-
-		if (now_delta > layout.max_delta())
-			throw_time_exhausted(layout);
-
-		RegistryOrigin origin = registry_origin(config_origin);
-		Claim claim = claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
-		write_claim(claim.worker, origin.identity);
-		return Registration{relid, layout, claim};
-	});
+	Registration r = claim_new_worker();
 
 	state.issuing.emplace(r.relid, r.layout, r.claim.worker, r.claim.floor_delta);
-	start_issuing(r.relid, r.claim.worker);
 	state.issuing->claim.written_in(GetCurrentSubTransactionId());
 
 	if (!state.exit_callbacks_registered)
@@ -339,6 +316,31 @@ release_held_workers(Oid registry_relid)
 
 } // namespace
 
+Registration
+claim_new_worker()
+{
+	Registration r = with_spi(Rights::Owner, [] {
+		Oid relid = worker_node_relid();
+
+		/* uid_configure takes an ExclusiveLock: the layout cannot change under a registration. */
+		LockRelationOid(config_relid(), RowShareLock);
+		char *config_origin;
+		Layout layout = read_layout(true, &config_origin);
+		int64_t now_delta = layout.delta_at(backend_clock().now_ms());
+
+		if (now_delta > layout.max_delta())
+			throw_time_exhausted(layout);
+
+		RegistryOrigin origin = registry_origin(config_origin);
+		Claim claim = claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
+		write_claim(claim.worker, origin.identity);
+		return Registration{relid, layout, claim};
+	});
+
+	start_issuing(r.relid, r.claim.worker);
+	return r;
+}
+
 void
 xact_callback(XactEvent event)
 {
@@ -462,6 +464,13 @@ unlock_at_exit()
 int64_t
 next_uid()
 {
+	if (current_scope() == Scope::Server)
+	{
+		int64_t uid = next_server_uid();
+
+		state.last_uid = uid;
+		return uid;
+	}
 	if (unlikely(!ready_to_issue() || XactReadOnly))
 		prepare_to_issue();
 
@@ -480,6 +489,8 @@ last_issued_uid()
 std::optional<int64_t>
 current_worker()
 {
+	if (current_scope() == Scope::Server)
+		return server_worker();
 	if (!state.issuing)
 		return std::nullopt;
 	return state.issuing->generator.worker_id();

@@ -8,6 +8,9 @@ extern "C" {
 #include "postgres.h"
 }
 
+#include "core/layout.hpp"
+#include "pg/registry.hpp"
+
 #include <cstdint>
 #include <optional>
 
@@ -28,5 +31,25 @@ std::optional<int64_t> last_issued_uid();
 std::optional<int64_t> current_worker();
 
 void register_backend_callbacks();
+
+/* A worker claimed, with its session locks held and its claim written in the current transaction. */
+struct Registration
+{
+	Oid relid;		/* uidgen.worker_node */
+	Layout layout;
+	Claim claim;
+};
+
+/* Claims a worker as a registering backend does; inside a transaction. */
+Registration claim_new_worker();
+
+/*
+ * At exit: releases every worker this process holds, each at the last unit
+ * it issued (retire_worker() records it for those no generator of this
+ * backend knows), then takes their locks back.  Run in this order, as
+ * before_shmem_exit callbacks.
+ */
+void release_at_exit();
+void unlock_at_exit();
 
 } // namespace uidgen::pg

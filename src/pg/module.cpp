@@ -5,9 +5,16 @@
 #include "pg/guard.hpp"
 #include "pg/backend.hpp"
 #include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
 
 extern "C" {
+#include "miscadmin.h"
 #include "utils/guc.h"
+}
+
+#include <climits>
+
+extern "C" {
 
 PG_MODULE_MAGIC;
 
@@ -20,12 +27,20 @@ int generator_setting = static_cast<int>(GeneratorKind::Cached);
 int max_backwards_wait_ms = 1000;
 int max_borrow_ms = 10000;
 bool worker_reuse = true;
+int scope_setting = static_cast<int>(Scope::Backend);
+int keeper_idle_timeout_ms = 300 * 1000;
 
 namespace {
 
 const struct config_enum_entry generator_options[] = {
 	{"cached", static_cast<int>(GeneratorKind::Cached), false},
 	{"default", static_cast<int>(GeneratorKind::Default), false},
+	{nullptr, 0, false},
+};
+
+const struct config_enum_entry scope_options[] = {
+	{"backend", static_cast<int>(Scope::Backend), false},
+	{"server", static_cast<int>(Scope::Server), false},
 	{nullptr, 0, false},
 };
 
@@ -68,6 +83,28 @@ define_settings()
 							 &worker_reuse, worker_reuse, PGC_SUSET, 0, nullptr, nullptr,
 							 nullptr);
 
+	/*
+	 * Fixed for the life of the server, so that a backend never switches
+	 * between its own worker and the shared one; a restart may switch, and
+	 * never duplicates (docs/design.md, "Server-wide generator").
+	 */
+	DefineCustomEnumVariable("uidgen.scope",
+							 gettext_noop("Selects whether each backend or each database of the server has a "
+										  "generator."),
+							 gettext_noop("\"backend\" gives every session a worker of its own; \"server\" "
+										  "gives each database one generator in shared memory that all its "
+										  "sessions take IDs from."),
+							 &scope_setting, scope_setting, scope_options, PGC_POSTMASTER, 0, nullptr, nullptr,
+							 nullptr);
+
+	DefineCustomIntVariable("uidgen.keeper_idle_timeout",
+							gettext_noop("How long a database's uidgen keeper stays without IDs issued "
+										 "before it leaves."),
+							gettext_noop("A keeper holds a connection to its database; 0 keeps it for the "
+										 "life of the server."),
+							&keeper_idle_timeout_ms, keeper_idle_timeout_ms, 0, INT_MAX, PGC_SIGHUP,
+							GUC_UNIT_MS, nullptr, nullptr, nullptr);
+
 	MarkGUCPrefixReserved("uidgen");
 }
 
@@ -78,4 +115,7 @@ _PG_init(void)
 {
 	uidgen::pg::define_settings();
 	uidgen::pg::register_backend_callbacks();
+	/* Preloaded, the server-wide generators live in the main shared memory (shared_state.hpp). */
+	if (process_shared_preload_libraries_in_progress)
+		uidgen::pg::request_shared_state();
 }

@@ -8,11 +8,26 @@
 
 namespace uidgen::pg {
 
+/* How backends get their IDs: uidgen.scope. */
+enum class Scope
+{
+	Backend,	/* a worker per backend (1.0) */
+	Server,		/* one generator per database in shared memory (server_generator.hpp) */
+};
+
 /* The values behind the GUCs; defined in module.cpp. */
 extern int generator_setting;		/* a GeneratorKind */
 extern int max_backwards_wait_ms;
 extern int max_borrow_ms;
 extern bool worker_reuse;
+extern int scope_setting;			/* a Scope */
+extern int keeper_idle_timeout_ms;
+
+inline Scope
+current_scope()
+{
+	return static_cast<Scope>(scope_setting);
+}
 
 inline GeneratorKind
 current_generator_kind()

@@ -1,0 +1,314 @@
+/*
+ * server_generator.cpp
+ *	  Taking IDs from the database's server-wide generator.
+ */
+#include "pg/server_generator.hpp"
+
+#include "core/generator.hpp"
+#include "core/shared_cursor.hpp"
+
+#include "pg/guard.hpp"
+#include "pg/keeper.hpp"
+#include "pg/pg_clock.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared_state.hpp"
+
+extern "C" {
+#include "access/xlog.h"
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "utils/wait_event.h"
+}
+
+#include <algorithm>
+#include <string>
+
+namespace uidgen::pg {
+
+namespace {
+
+/* How long a backend waits for a keeper to start, or to raise the reservation. */
+constexpr int64_t keeper_wait_ms = 10000;
+
+/* The generator this backend issues from: one generation of one keeper. */
+struct Source
+{
+	Source(SharedGenerator *shared, uint32_t generation, const Layout &layout, int64_t worker, int64_t floor_delta)
+		: shared(shared), generation(generation), floor_delta(floor_delta),
+		  cache(layout, worker, max_chunk_size(layout.seq_bits()))
+	{
+	}
+
+	SharedGenerator *shared;
+	uint32_t generation;
+	int64_t floor_delta;	/* this backend's IDs from the source start after it */
+	ChunkCache cache;
+};
+
+struct ServerState
+{
+	std::optional<Source> source;
+	/* The last unit this backend may have issued: a new source starts after it, so IDs keep increasing. */
+	int64_t last_delta = Generator::no_floor;
+};
+
+ServerState server;
+
+int64_t
+now_delta(const Layout &layout)
+{
+	return layout.delta_at(backend_clock().now_ms());
+}
+
+[[noreturn]] void
+raise_keeper_failure(int code, const std::string &message, const std::string &hint)
+{
+	pg_call([&] {
+		ereport(ERROR, (errcode(code), errmsg_internal("%s", message.c_str()),
+						hint.empty() ? 0 : errhint("%s", hint.c_str()),
+						errcontext("uidgen keeper of database \"%s\"", get_database_name(MyDatabaseId))));
+	});
+	pg_unreachable();
+}
+
+[[noreturn]] void
+raise_keeper_timeout(const char *what)
+{
+	pg_call([what] {
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("the uidgen keeper of database \"%s\" did not %s within %lld ms",
+							   get_database_name(MyDatabaseId), what, static_cast<long long>(keeper_wait_ms)),
+						errhint("See the server log for the keeper's errors; max_worker_processes must leave "
+								"room for one keeper per database that uses uidgen.scope = server.")));
+	});
+	pg_unreachable();
+}
+
+/* Sleeps on the generator's condition variable, interruptibly, for at most ms. */
+void
+sleep_on(SharedGenerator *g, int64_t ms)
+{
+	pg_call([g, ms] {
+		ConditionVariablePrepareToSleep(&g->changed);
+		(void) ConditionVariableTimedSleep(&g->changed, ms, PG_WAIT_EXTENSION);
+		ConditionVariableCancelSleep();
+	});
+}
+
+SharedGenerator *
+attach_generator()
+{
+	if (pg_call([] { return RecoveryInProgress(); }))
+		pg_call([] {
+			ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+							errmsg("cannot execute uid_next() during recovery"),
+							errhint("IDs are issued by the primary server.")));
+		});
+
+	SharedState *state = shared_state();
+	if (state == nullptr)
+		pg_call([] {
+			ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+							errmsg("uidgen.scope = server needs uidgen in shared_preload_libraries"),
+							errhint("Add uidgen to shared_preload_libraries and restart the server, or set "
+									"uidgen.scope to \"backend\".")));
+		});
+
+	SharedGenerator *g = generator_of(state, MyDatabaseId, true);
+	if (g == nullptr)
+		pg_call([] {
+			ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+							errmsg("too many databases use the server-wide generator"),
+							errdetail("A server has room for %d.", max_shared_generators),
+							errhint("Set uidgen.scope to \"backend\" for this server.")));
+		});
+	return g;
+}
+
+/*
+ * Waits until the database's keeper is ready, starting one if there is
+ * none, and takes its generation as this backend's source.
+ */
+void
+start_source()
+{
+	SharedState *state = shared_state();
+	SharedGenerator *g = attach_generator();
+	int64_t deadline = backend_clock().now_ms() + keeper_wait_ms;
+	bool waited_for_start = false;
+
+	for (;;)
+	{
+		SpinLockAcquire(&g->mutex);
+		KeeperStage stage = g->stage;
+		bool launch = stage == KeeperStage::Idle || (stage == KeeperStage::Failed && !waited_for_start);
+
+		if (launch)
+			g->stage = KeeperStage::Starting;
+		SpinLockRelease(&g->mutex);
+
+		if (launch)
+		{
+			if (!pg_call([state, g] { return launch_keeper(state, g); }))
+			{
+				SpinLockAcquire(&g->mutex);
+				g->stage = KeeperStage::Idle;
+				SpinLockRelease(&g->mutex);
+				pg_call([] {
+					ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+									errmsg("could not start the uidgen keeper of database \"%s\"",
+										   get_database_name(MyDatabaseId)),
+									errhint("Raise max_worker_processes: the server-wide generator needs a "
+											"background worker per database that uses it.")));
+				});
+			}
+			waited_for_start = true;
+			continue;
+		}
+		if (stage == KeeperStage::Ready)
+			break;
+		if (stage == KeeperStage::Failed)
+		{
+			SpinLockAcquire(&g->mutex);
+			int code = g->error_code;
+			std::string message = g->error_message;
+			std::string hint = g->error_hint;
+			SpinLockRelease(&g->mutex);
+			raise_keeper_failure(code, message, hint);
+		}
+		waited_for_start = true;
+		if (backend_clock().now_ms() >= deadline)
+			raise_keeper_timeout("start");
+		sleep_on(g, std::min<int64_t>(deadline - backend_clock().now_ms(), 1000) + 1);
+	}
+
+	SpinLockAcquire(&g->mutex);
+	uint32_t generation = g->generation.load();
+	int time_bits = g->time_bits, worker_bits = g->worker_bits, seq_bits = g->seq_bits;
+	int64_t epoch_ms = g->epoch_ms, worker = g->worker;
+	TimeUnit unit = static_cast<TimeUnit>(g->unit);
+	SpinLockRelease(&g->mutex);
+
+	server.source.emplace(g, generation, Layout(time_bits, worker_bits, seq_bits, epoch_ms, unit), worker,
+						  server.last_delta);
+}
+
+/* Waits until the reservation covers delta; false when the source ended meanwhile. */
+bool
+wait_for_reservation(Source &source, int64_t delta)
+{
+	SharedGenerator *g = source.shared;
+	int64_t deadline = backend_clock().now_ms() + keeper_wait_ms;
+
+	while (delta > g->reserved_until.load())
+	{
+		if (g->generation.load() != source.generation || g->stage != KeeperStage::Ready)
+			return false;
+		g->waits.fetch_add(1, std::memory_order_relaxed);
+		SpinLockAcquire(&g->mutex);
+		g->raise_wanted = true;
+		SpinLockRelease(&g->mutex);
+		wake_keeper(g);
+		if (backend_clock().now_ms() >= deadline)
+			raise_keeper_timeout("extend the time reservation");
+		sleep_on(g, 100);
+	}
+	return true;
+}
+
+/*
+ * Takes a chunk from the source into the cache: a false return means the
+ * source ended (its keeper left or was replaced) and the chunk is dropped.
+ */
+bool
+refill(Source &source)
+{
+	SharedGenerator *g = source.shared;
+	const CursorWords &words = source.cache.words();
+	const Layout &layout = words.layout();
+	int64_t now = now_delta(layout);
+	uint64_t size = source.cache.next_size(now);
+	uint64_t min_word = words.first_of(std::max(now, source.floor_delta + 1));
+	std::optional<CursorChunk> chunk = take_chunk(g->cursor, min_word, size);
+
+	/* A closed cursor, or one published for a later generation (shared_state.hpp). */
+	if (!chunk || g->generation.load(std::memory_order_acquire) != source.generation)
+		return false;
+	g->chunks.fetch_add(1, std::memory_order_relaxed);
+	g->ids.fetch_add(size, std::memory_order_relaxed);
+
+	int64_t last = words.delta_of(chunk->end - 1);
+	if (last > layout.max_delta())
+		throw_time_exhausted(layout);
+	if (!wait_for_reservation(source, last))
+		return false;
+
+	/* Borrowed further than max_borrow: wait for the clock, as the cached generator does. */
+	std::optional<int64_t> start = layout.start_of(last);
+	if (start && *start - max_borrow_ms > backend_clock().now_ms())
+	{
+		g->waits.fetch_add(1, std::memory_order_relaxed);
+		while (*start - max_borrow_ms > backend_clock().now_ms())
+			backend_clock().sleep_ms(*start - max_borrow_ms - backend_clock().now_ms());
+	}
+
+	uint64_t dropped = source.cache.fill(*chunk, now_delta(layout));
+	if (dropped > 0)
+		g->dropped.fetch_add(dropped, std::memory_order_relaxed);
+	/* An upper bound of what this backend issues from the chunk is enough for the next source's floor. */
+	server.last_delta = std::max(server.last_delta, last);
+	return true;
+}
+
+/* The slow path: a new chunk, and a new source first when there is none. */
+int64_t
+next_from_new_chunk()
+{
+	for (;;)
+	{
+		if (!server.source)
+			start_source();
+
+		Source &source = *server.source;
+		int64_t uid;
+
+		if (!refill(source))
+			server.source.reset();
+		else if (source.cache.take(now_delta(source.cache.words().layout()), &uid))
+			return uid;
+		/* Otherwise the chunk went stale while this backend waited: take another. */
+	}
+}
+
+} // namespace
+
+int64_t
+max_chunk_size(int seq_bits)
+{
+	return std::max<int64_t>(1, (int64_t{1} << seq_bits) / 8);
+}
+
+int64_t
+next_server_uid()
+{
+	if (__builtin_expect(server.source.has_value(), 1))
+	{
+		Source &source = *server.source;
+		const Layout &layout = source.cache.words().layout();
+		int64_t uid;
+
+		if (__builtin_expect(source.cache.take(now_delta(layout), &uid), 1))
+			return uid;
+	}
+	return next_from_new_chunk();
+}
+
+std::optional<int64_t>
+server_worker()
+{
+	if (!server.source)
+		return std::nullopt;
+	return server.source->cache.worker();
+}
+
+} // namespace uidgen::pg

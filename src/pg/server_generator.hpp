@@ -1,0 +1,32 @@
+/*
+ * server_generator.hpp
+ *	  A backend's side of the server-wide generator (uidgen.scope = server).
+ *
+ * The backend takes chunks of the database's shared cursor (shared_state.hpp)
+ * into a cache of its own and issues from it; it starts the database's keeper
+ * (keeper.hpp) when there is none, and waits for it, interruptibly and for a
+ * bounded time, when the cursor runs ahead of the time reservation.
+ * Nothing here writes to the database, so any transaction, read-only ones
+ * included, can take IDs.
+ */
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace uidgen::pg {
+
+/* The next ID of this backend from the server-wide generator. */
+int64_t next_server_uid();
+
+/* The worker of the chunk this backend issues from; nullopt before its first ID. */
+std::optional<int64_t> server_worker();
+
+/*
+ * The sizes a chunk may grow to.  The shared cursor gives 2^s IDs per time
+ * unit to the whole database: a backend takes at most an eighth of them at
+ * once, so that the others' IDs stay in nearly one order with its own.
+ */
+int64_t max_chunk_size(int seq_bits);
+
+} // namespace uidgen::pg

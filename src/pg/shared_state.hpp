@@ -1,0 +1,129 @@
+/*
+ * shared_state.hpp
+ *	  The server-wide generators in shared memory: one slot per database.
+ *
+ * A slot belongs to a database from the first uid_next() with scope server
+ * until the server stops.  Its keeper (keeper.hpp), a background worker
+ * connected to the database, claims a worker in uidgen.worker_node in a
+ * transaction of its own, keeps the time reservation ahead of the cursor
+ * and publishes both here; backends take chunks of the cursor
+ * (shared_cursor.hpp) and never write anything themselves.
+ *
+ * The slot lives as long as the shared memory: a crash restart starts from
+ * a new one, and a worker whose keeper died is reused only above its floor,
+ * which the time reservation covers (docs/design.md, "Server-wide
+ * generator").
+ *
+ * Two places can hold it: the main shared memory, when uidgen is in
+ * shared_preload_libraries, or on PostgreSQL 17 and later a segment of the
+ * DSM registry, made by the first backend that needs it.
+ */
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+extern "C" {
+#include "postgres.h"
+
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "storage/spin.h"
+}
+
+namespace uidgen::pg {
+
+/* Databases with a server-wide generator at once, per server. */
+constexpr int max_shared_generators = 64;
+
+/* Workers a database's keeper can lend to backends whose demand outruns the shared cursor. */
+constexpr int max_private_workers = 8;
+
+enum class KeeperStage : int
+{
+	Idle,		/* no keeper: the next backend that needs one starts it */
+	Starting,	/* launched; waiting for it to claim a worker */
+	Ready,		/* the cursor may be taken from */
+	Failed,		/* the last keeper could not claim: error_message says why */
+};
+
+/* A worker the keeper holds and lends to one backend at a time. */
+struct PrivateWorker
+{
+	int64_t worker;
+	int64_t floor_delta;	/* the last unit issued under it; the next borrower starts after it */
+	int borrower_pid;		/* 0: free */
+};
+
+/* Everything of one database; the mutex guards every field that is not atomic. */
+struct SharedGenerator
+{
+	Oid database;			/* InvalidOid: a free slot (guarded by the state's mutex) */
+	slock_t mutex;
+	KeeperStage stage;
+	int keeper_pid;
+	Latch *keeper_latch;	/* set while a keeper lives */
+	ConditionVariable changed;	/* stage, generation or reserved_until moved */
+
+	/* Published with stage Ready. */
+	int time_bits;
+	int worker_bits;
+	int seq_bits;
+	int64_t epoch_ms;
+	int unit;				/* a TimeUnit */
+	Oid registry_relid;
+	int64_t worker;
+	int64_t started_at_ms;
+
+	/* Failed: the keeper's error, to be raised in the backends that wait for it. */
+	int error_code;
+	char error_message[256];
+	char error_hint[256];
+
+	/* Requests to the keeper. */
+	bool raise_wanted;
+	bool private_wanted;
+	PrivateWorker privates[max_private_workers];
+	int private_count;
+
+	/* The hot path's: lock-free. */
+	std::atomic<uint32_t> generation;	/* bumped before the keeper publishes a new cursor */
+	std::atomic<uint64_t> cursor;
+	std::atomic<int64_t> reserved_until;	/* the last unit the durable mark covers */
+	std::atomic<uint64_t> ids;
+	std::atomic<uint64_t> chunks;
+	std::atomic<uint64_t> dropped;
+	std::atomic<uint64_t> waits;
+};
+
+struct SharedState
+{
+	slock_t mutex;			/* guards each slot's database */
+	SharedGenerator generators[max_shared_generators];
+};
+
+/* The shared memory to reserve and set up at server start, for shared_preload_libraries. */
+void request_shared_state();
+
+/*
+ * The state, attached on first use; nullptr when there is none to be had
+ * (PostgreSQL 15 or 16 without shared_preload_libraries).
+ */
+SharedState *shared_state();
+
+/* Whether shared_state() can succeed in this server, without attaching. */
+bool shared_state_available();
+
+/*
+ * This database's slot; with take, one is taken if it has none.  nullptr
+ * when it has none (and every slot is taken, with take).
+ */
+SharedGenerator *generator_of(SharedState *state, Oid database, bool take);
+
+/* The index of generator in state, for the keeper's start. */
+int generator_index(const SharedState *state, const SharedGenerator *generator);
+
+/* Wakes the keeper of generator, if it has one. */
+void wake_keeper(SharedGenerator *generator);
+
+} // namespace uidgen::pg
