@@ -108,7 +108,8 @@ raise_reservation(SharedGenerator *g, const Layout &layout)
 	CursorWords words(layout);
 	uint64_t word = g->cursor.load() & ~cursor_closed_bit;
 	int64_t now = layout.delta_at(backend_clock().now_ms());
-	int64_t needed = std::max(now, words.delta_of(word)) + units_of_ms(layout, raise_ahead_ms);
+	/* Private workers' generators ask with wanted_until: the cursor does not know how far they went. */
+	int64_t needed = std::max({now, words.delta_of(word), g->wanted_until.load()}) + units_of_ms(layout, raise_ahead_ms);
 
 	if (needed <= g->reserved_until.load())
 		return;
@@ -128,6 +129,8 @@ claim_private_worker(SharedGenerator *g)
 
 	SpinLockAcquire(&g->mutex);
 	wanted = g->private_wanted && g->private_count < max_private_workers;
+	for (int i = 0; i < g->private_count; i++)
+		wanted = wanted && g->privates[i].borrower_pid != 0;	/* one is free: no need for another */
 	g->private_wanted = false;
 	SpinLockRelease(&g->mutex);
 	if (!wanted)

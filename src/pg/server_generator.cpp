@@ -17,11 +17,16 @@ extern "C" {
 #include "access/xlog.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "utils/wait_event.h"
 }
 
 #include <algorithm>
 #include <string>
+
+extern "C" {
+static void uidgen_give_back_at_exit(int code, Datum arg);
+}
 
 namespace uidgen::pg {
 
@@ -29,6 +34,48 @@ namespace {
 
 /* How long a backend waits for a keeper to start, or to raise the reservation. */
 constexpr int64_t keeper_wait_ms = 10000;
+
+/*
+ * Chunks taken at the largest size that still ran ahead of the clock, one
+ * after the other, before a backend asks for a private worker: demand the
+ * shared cursor cannot meet.
+ */
+constexpr int pressure_for_private_worker = 4;
+
+struct Source;
+
+/* Thrown through a private worker's Generator when its keeper left: the source ended. */
+struct SourceEnded
+{
+};
+
+bool wait_for_reservation(Source &source, int64_t delta);
+
+/* A private worker's units are covered by the database's reservation, which the keeper raises. */
+class SharedReservation final : public TimeReservation
+{
+public:
+	explicit SharedReservation(Source &source) : source_(source) {}
+	int64_t extend(int64_t delta) override;
+
+private:
+	Source &source_;
+};
+
+/* A worker the keeper lent this backend: a generator of its own, as in 1.0. */
+struct BorrowedWorker
+{
+	BorrowedWorker(Source &source, const Layout &layout, int index, int64_t worker, int64_t floor_delta)
+		: index(index), reservation(source), generator(layout, worker, floor_delta, reservation)
+	{
+	}
+	BorrowedWorker(const BorrowedWorker &) = delete;
+	BorrowedWorker &operator=(const BorrowedWorker &) = delete;
+
+	int index;		/* in SharedGenerator::privates */
+	SharedReservation reservation;
+	Generator generator;
+};
 
 /* The generator this backend issues from: one generation of one keeper. */
 struct Source
@@ -38,11 +85,15 @@ struct Source
 		  cache(layout, worker, max_chunk_size(layout.seq_bits()))
 	{
 	}
+	Source(const Source &) = delete;
+	Source &operator=(const Source &) = delete;
 
 	SharedGenerator *shared;
 	uint32_t generation;
 	int64_t floor_delta;	/* this backend's IDs from the source start after it */
 	ChunkCache cache;
+	int pressure = 0;
+	std::optional<BorrowedWorker> borrowed;
 };
 
 struct ServerState
@@ -53,6 +104,14 @@ struct ServerState
 };
 
 ServerState server;
+
+int64_t
+SharedReservation::extend(int64_t delta)
+{
+	if (!wait_for_reservation(source_, delta))
+		throw SourceEnded();
+	return source_.shared->reserved_until.load();
+}
 
 int64_t
 now_delta(const Layout &layout)
@@ -205,9 +264,10 @@ wait_for_reservation(Source &source, int64_t delta)
 		if (g->generation.load() != source.generation || g->stage != KeeperStage::Ready)
 			return false;
 		g->waits.fetch_add(1, std::memory_order_relaxed);
-		SpinLockAcquire(&g->mutex);
-		g->raise_wanted = true;
-		SpinLockRelease(&g->mutex);
+		int64_t wanted = g->wanted_until.load();
+		while (wanted < delta && !g->wanted_until.compare_exchange_weak(wanted, delta))
+		{
+		}
 		wake_keeper(g);
 		if (backend_clock().now_ms() >= deadline)
 			raise_keeper_timeout("extend the time reservation");
@@ -252,6 +312,9 @@ refill(Source &source)
 			backend_clock().sleep_ms(*start - max_borrow_ms - backend_clock().now_ms());
 	}
 
+	bool outran = size == static_cast<uint64_t>(max_chunk_size(layout.seq_bits())) && last > now + 1;
+	source.pressure = outran ? source.pressure + 1 : 0;
+
 	uint64_t dropped = source.cache.fill(*chunk, now_delta(layout));
 	if (dropped > 0)
 		g->dropped.fetch_add(dropped, std::memory_order_relaxed);
@@ -260,7 +323,98 @@ refill(Source &source)
 	return true;
 }
 
-/* The slow path: a new chunk, and a new source first when there is none. */
+/*
+ * Gives the borrowed worker back with the last unit issued under it, so the
+ * next borrower starts above it; this backend's next chunk does too.
+ */
+void
+give_back(Source &source)
+{
+	BorrowedWorker &borrowed = *source.borrowed;
+	PrivateWorker &lent = source.shared->privates[borrowed.index];
+	int64_t last = borrowed.generator.last_delta();
+
+	SpinLockAcquire(&source.shared->mutex);
+	if (lent.borrower_pid == MyProcPid && lent.worker == borrowed.generator.worker_id())
+	{
+		lent.floor_delta = std::max(lent.floor_delta, last);
+		lent.borrower_pid = 0;
+	}
+	SpinLockRelease(&source.shared->mutex);
+	server.last_delta = std::max(server.last_delta, last);
+	source.floor_delta = server.last_delta;
+	source.borrowed.reset();
+}
+
+} // namespace
+
+void
+give_back_at_exit_if_borrowed()
+{
+	if (server.source && server.source->borrowed)
+		give_back(*server.source);
+}
+
+namespace {
+
+/* Takes a free private worker, or asks the keeper for one and goes on with the cursor meanwhile. */
+void
+try_to_borrow(Source &source)
+{
+	SharedGenerator *g = source.shared;
+	int index = -1;
+	PrivateWorker lent{};
+
+	SpinLockAcquire(&g->mutex);
+	for (int i = 0; i < g->private_count && index < 0; i++)
+		if (g->privates[i].borrower_pid == 0)
+		{
+			index = i;
+			g->privates[i].borrower_pid = MyProcPid;
+			lent = g->privates[i];
+		}
+	if (index < 0)
+		g->private_wanted = true;
+	SpinLockRelease(&g->mutex);
+
+	if (index < 0)
+	{
+		wake_keeper(g);
+		return;
+	}
+
+	static bool exit_callback_registered = false;
+	if (!exit_callback_registered)
+	{
+		pg_call([] { before_shmem_exit(uidgen_give_back_at_exit, 0); });
+		exit_callback_registered = true;
+	}
+	/* Above the cached chunk, which is dropped: this backend's IDs keep increasing. */
+	uint64_t dropped = source.cache.clear();
+	if (dropped > 0)
+		g->dropped.fetch_add(dropped, std::memory_order_relaxed);
+	source.pressure = 0;
+	source.borrowed.emplace(source, source.cache.words().layout(), index, lent.worker,
+							std::max(lent.floor_delta, server.last_delta));
+}
+
+/* The next ID of a borrowed worker; nullopt when demand fell and the worker went back. */
+std::optional<int64_t>
+next_from_borrowed(Source &source)
+{
+	Generator &generator = source.borrowed->generator;
+	int64_t now = now_delta(generator.layout());
+
+	/* A pause longer than a unit: demand fell, the shared cursor serves again. */
+	if (now > generator.last_delta() + 1)
+	{
+		give_back(source);
+		return std::nullopt;
+	}
+	return generator.next_cached(backend_clock(), current_limits());
+}
+
+/* The slow path: a borrowed worker, a new chunk, or a new source first when there is none. */
 int64_t
 next_from_new_chunk()
 {
@@ -272,9 +426,41 @@ next_from_new_chunk()
 		Source &source = *server.source;
 		int64_t uid;
 
+		if (source.borrowed)
+		{
+			std::optional<int64_t> next;
+			bool ended = false;
+
+			try
+			{
+				next = next_from_borrowed(source);
+			}
+			catch (const SourceEnded &)
+			{
+				ended = true;
+			}
+			if (next)
+				return *next;
+			if (ended)
+			{
+				/* The keeper released it above everything the reservation allowed. */
+				server.last_delta = std::max(server.last_delta, source.borrowed->generator.last_delta());
+				server.source.reset();
+			}
+			continue;
+		}
 		if (!refill(source))
+		{
 			server.source.reset();
-		else if (source.cache.take(now_delta(source.cache.words().layout()), &uid))
+			continue;
+		}
+		if (source.pressure >= pressure_for_private_worker)
+		{
+			try_to_borrow(source);
+			if (source.borrowed)
+				continue;
+		}
+		if (source.cache.take(now_delta(source.cache.words().layout()), &uid))
 			return uid;
 		/* Otherwise the chunk went stale while this backend waited: take another. */
 	}
@@ -308,7 +494,15 @@ server_worker()
 {
 	if (!server.source)
 		return std::nullopt;
+	if (server.source->borrowed)
+		return server.source->borrowed->generator.worker_id();
 	return server.source->cache.worker();
 }
 
 } // namespace uidgen::pg
+
+static void
+uidgen_give_back_at_exit(int, Datum)
+{
+	uidgen::pg::give_back_at_exit_if_borrowed();
+}

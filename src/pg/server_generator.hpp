@@ -22,6 +22,9 @@ int64_t next_server_uid();
 /* The worker of the chunk this backend issues from; nullopt before its first ID. */
 std::optional<int64_t> server_worker();
 
+/* At exit: a worker borrowed from the keeper goes back, with the last unit issued under it. */
+void give_back_at_exit_if_borrowed();
+
 /*
  * The sizes a chunk may grow to.  The shared cursor gives 2^s IDs per time
  * unit to the whole database: a backend takes at most an eighth of them at

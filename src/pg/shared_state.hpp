@@ -81,7 +81,6 @@ struct SharedGenerator
 	char error_hint[256];
 
 	/* Requests to the keeper. */
-	bool raise_wanted;
 	bool private_wanted;
 	PrivateWorker privates[max_private_workers];
 	int private_count;
@@ -90,6 +89,7 @@ struct SharedGenerator
 	std::atomic<uint32_t> generation;	/* bumped before the keeper publishes a new cursor */
 	std::atomic<uint64_t> cursor;
 	std::atomic<int64_t> reserved_until;	/* the last unit the durable mark covers */
+	std::atomic<int64_t> wanted_until;		/* the furthest unit a backend waits to see covered */
 	std::atomic<uint64_t> ids;
 	std::atomic<uint64_t> chunks;
 	std::atomic<uint64_t> dropped;
