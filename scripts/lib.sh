@@ -134,7 +134,7 @@ source_pg_config() {
 # at their absolute paths under DIR: the binaries are copied (they resolve
 # symlinks to find themselves), the directories "make install" writes into,
 # and those above them, are new directories, and everything else is a
-# symlink to the original.
+# symlink to the original, except uidgen's own files.
 make_pg_tree() {
 	local dir=$1 config=${2:-}
 	[ -n "$config" ] || config=$(source_pg_config) || exit 1
@@ -169,6 +169,8 @@ make_pg_tree() {
 				mkdir -p "$dir$src"
 				for entry in "$src"/* "$src"/.[!.]*; do
 					[ -e "$entry" ] || [ -L "$entry" ] || continue
+					# A uidgen installed in the original is not this build's: leave it out.
+					[[ "$(basename "$entry")" == uidgen* ]] && continue
 					_mirror "$entry"
 				done
 				return

@@ -146,6 +146,8 @@ struct BackendState
 {
 	std::optional<IssuingWorker> issuing;
 	std::optional<int64_t> last_uid;
+	/* uidgen.scope when this backend took its first ID: kept, so its IDs keep increasing. */
+	std::optional<Scope> scope;
 	bool exit_callbacks_registered = false;
 };
 
@@ -464,7 +466,9 @@ unlock_at_exit()
 int64_t
 next_uid()
 {
-	if (current_scope() == Scope::Server)
+	if (__builtin_expect(!state.scope.has_value(), 0))
+		state.scope = current_scope();
+	if (*state.scope == Scope::Server)
 	{
 		int64_t uid = next_server_uid();
 
@@ -489,7 +493,7 @@ last_issued_uid()
 std::optional<int64_t>
 current_worker()
 {
-	if (current_scope() == Scope::Server)
+	if (state.scope == Scope::Server)
 		return server_worker();
 	if (!state.issuing)
 		return std::nullopt;

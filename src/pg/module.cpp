@@ -84,9 +84,12 @@ define_settings()
 							 nullptr);
 
 	/*
-	 * Fixed for the life of the server, so that a backend never switches
-	 * between its own worker and the shared one; a restart may switch, and
-	 * never duplicates (docs/design.md, "Server-wide generator").
+	 * A backend reads it at its first ID and keeps that scope, so that it
+	 * never switches between its own worker and the shared one; both kinds
+	 * of worker live side by side in the registry and under one time
+	 * reservation, so a reload or restart that switches never duplicates
+	 * (docs/design.md, "Server-wide generator").  Not PGC_POSTMASTER: that
+	 * needs preloading, which PostgreSQL 17 and later can do without.
 	 */
 	DefineCustomEnumVariable("uidgen.scope",
 							 gettext_noop("Selects whether each backend or each database of the server has a "
@@ -94,7 +97,7 @@ define_settings()
 							 gettext_noop("\"backend\" gives every session a worker of its own; \"server\" "
 										  "gives each database one generator in shared memory that all its "
 										  "sessions take IDs from."),
-							 &scope_setting, scope_setting, scope_options, PGC_POSTMASTER, 0, nullptr, nullptr,
+							 &scope_setting, scope_setting, scope_options, PGC_SIGHUP, 0, nullptr, nullptr,
 							 nullptr);
 
 	DefineCustomIntVariable("uidgen.keeper_idle_timeout",
