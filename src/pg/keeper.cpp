@@ -129,8 +129,10 @@ claim_private_worker(SharedGenerator *g)
 
 	SpinLockAcquire(&g->mutex);
 	wanted = g->private_wanted && g->private_count < max_private_workers;
+	int64_t now = registration->layout.delta_at(backend_clock().now_ms());
+	/* One is free, and its borrowed time has passed: no need for another. */
 	for (int i = 0; i < g->private_count; i++)
-		wanted = wanted && g->privates[i].borrower_pid != 0;	/* one is free: no need for another */
+		wanted = wanted && (g->privates[i].borrower_pid != 0 || g->privates[i].floor_delta >= now);
 	g->private_wanted = false;
 	SpinLockRelease(&g->mutex);
 	if (!wanted)

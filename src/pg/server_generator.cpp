@@ -365,9 +365,12 @@ try_to_borrow(Source &source)
 	int index = -1;
 	PrivateWorker lent{};
 
+	/* As registration reuses a worker: only once the clock has passed its floor, or it would borrow at once. */
+	int64_t now = now_delta(source.cache.words().layout());
+
 	SpinLockAcquire(&g->mutex);
 	for (int i = 0; i < g->private_count && index < 0; i++)
-		if (g->privates[i].borrower_pid == 0)
+		if (g->privates[i].borrower_pid == 0 && g->privates[i].floor_delta < now)
 		{
 			index = i;
 			g->privates[i].borrower_pid = MyProcPid;
@@ -398,20 +401,33 @@ try_to_borrow(Source &source)
 							std::max(lent.floor_delta, server.last_delta));
 }
 
-/* The next ID of a borrowed worker; nullopt when demand fell and the worker went back. */
+/*
+ * The next ID of a borrowed worker; nullopt when its keeper left.  An ID
+ * that starts a unit after a pause longer than a unit shows that demand
+ * fell: it is issued, and the worker goes back, so that the shared cursor
+ * serves the next one.  One clock read, the generator's own.
+ */
 std::optional<int64_t>
 next_from_borrowed(Source &source)
 {
 	Generator &generator = source.borrowed->generator;
-	int64_t now = now_delta(generator.layout());
+	int64_t before = generator.last_delta();
+	int64_t uid;
 
-	/* A pause longer than a unit: demand fell, the shared cursor serves again. */
-	if (now > generator.last_delta() + 1)
+	try
 	{
-		give_back(source);
+		uid = generator.next_cached(backend_clock(), current_limits());
+	}
+	catch (const SourceEnded &)
+	{
+		/* The keeper released it above everything the reservation allowed. */
+		server.last_delta = std::max(server.last_delta, generator.last_delta());
+		server.source.reset();
 		return std::nullopt;
 	}
-	return generator.next_cached(backend_clock(), current_limits());
+	if (generator.last_delta() > before + 1)
+		give_back(source);
+	return uid;
 }
 
 /* The slow path: a borrowed worker, a new chunk, or a new source first when there is none. */
@@ -428,25 +444,8 @@ next_from_new_chunk()
 
 		if (source.borrowed)
 		{
-			std::optional<int64_t> next;
-			bool ended = false;
-
-			try
-			{
-				next = next_from_borrowed(source);
-			}
-			catch (const SourceEnded &)
-			{
-				ended = true;
-			}
-			if (next)
-				return *next;
-			if (ended)
-			{
-				/* The keeper released it above everything the reservation allowed. */
-				server.last_delta = std::max(server.last_delta, source.borrowed->generator.last_delta());
-				server.source.reset();
-			}
+			if (std::optional<int64_t> uid = next_from_borrowed(source))
+				return *uid;
 			continue;
 		}
 		if (!refill(source))
@@ -483,7 +482,12 @@ next_server_uid()
 		const Layout &layout = source.cache.words().layout();
 		int64_t uid;
 
-		if (__builtin_expect(source.cache.take(now_delta(layout), &uid), 1))
+		if (source.borrowed)
+		{
+			if (std::optional<int64_t> borrowed_uid = next_from_borrowed(source))
+				return *borrowed_uid;
+		}
+		else if (__builtin_expect(source.cache.take(now_delta(layout), &uid), 1))
 			return uid;
 	}
 	return next_from_new_chunk();
