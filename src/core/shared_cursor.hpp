@@ -134,6 +134,7 @@ public:
 
 	int64_t worker() const { return worker_; }
 	uint64_t size() const { return size_; }
+	uint64_t max_size() const { return max_size_; }
 	const CursorWords &words() const { return words_; }
 
 private:

@@ -29,6 +29,7 @@ int max_borrow_ms = 10000;
 bool worker_reuse = true;
 int scope_setting = static_cast<int>(Scope::Backend);
 int keeper_idle_timeout_ms = 300 * 1000;
+int max_chunk_setting = 8;
 
 namespace {
 
@@ -107,6 +108,18 @@ define_settings()
 										 "life of the server."),
 							&keeper_idle_timeout_ms, keeper_idle_timeout_ms, 0, INT_MAX, PGC_SIGHUP,
 							GUC_UNIT_MS, nullptr, nullptr, nullptr);
+
+	/*
+	 * Larger chunks cost fewer atomic operations but let concurrent
+	 * inserters' runs of IDs interleave, which splits B-tree pages in the
+	 * middle rather than at the right edge (README, "Performance").
+	 */
+	DefineCustomIntVariable("uidgen.max_chunk",
+							gettext_noop("Most IDs a session takes at once from the server-wide generator."),
+							gettext_noop("A session's chunk starts at 1 and doubles up to this while it uses "
+										 "its chunks up within a time unit."),
+							&max_chunk_setting, max_chunk_setting, 1, 4096, PGC_SIGHUP, 0, nullptr, nullptr,
+							nullptr);
 
 	MarkGUCPrefixReserved("uidgen");
 }

@@ -312,7 +312,7 @@ refill(Source &source)
 			backend_clock().sleep_ms(*start - max_borrow_ms - backend_clock().now_ms());
 	}
 
-	bool outran = size == static_cast<uint64_t>(max_chunk_size(layout.seq_bits())) && last > now + 1;
+	bool outran = size == source.cache.max_size() && last > now + 1;
 	source.pressure = outran ? source.pressure + 1 : 0;
 
 	uint64_t dropped = source.cache.fill(*chunk, now_delta(layout));
@@ -470,7 +470,7 @@ next_from_new_chunk()
 int64_t
 max_chunk_size(int seq_bits)
 {
-	return std::max<int64_t>(1, (int64_t{1} << seq_bits) / 8);
+	return std::max<int64_t>(1, std::min<int64_t>(max_chunk_setting, (int64_t{1} << seq_bits) / 8));
 }
 
 int64_t

@@ -26,9 +26,8 @@ std::optional<int64_t> server_worker();
 void give_back_at_exit_if_borrowed();
 
 /*
- * The sizes a chunk may grow to.  The shared cursor gives 2^s IDs per time
- * unit to the whole database: a backend takes at most an eighth of them at
- * once, so that the others' IDs stay in nearly one order with its own.
+ * The size a chunk may grow to: uidgen.max_chunk, and never more than an
+ * eighth of what the cursor gives the whole database a unit.
  */
 int64_t max_chunk_size(int seq_bits);
 

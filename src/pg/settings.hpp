@@ -22,6 +22,7 @@ extern int max_borrow_ms;
 extern bool worker_reuse;
 extern int scope_setting;			/* a Scope */
 extern int keeper_idle_timeout_ms;
+extern int max_chunk_setting;
 
 inline Scope
 current_scope()
