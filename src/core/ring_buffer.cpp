@@ -48,8 +48,8 @@ RingBuffer::put(int64_t uid)
 	return true;
 }
 
-std::optional<int64_t>
-RingBuffer::take()
+bool
+RingBuffer::take(int64_t *uid)
 {
 	uint64_t claimed = cursor_.value.load(std::memory_order_relaxed);
 	uint64_t tail;
@@ -64,7 +64,7 @@ RingBuffer::take()
 		if (claimed >= tail)
 		{
 			request_padding();
-			return std::nullopt;
+			return false;
 		}
 	} while (!cursor_.value.compare_exchange_weak(claimed, claimed + 1, std::memory_order_relaxed,
 												  std::memory_order_relaxed));
@@ -77,10 +77,10 @@ RingBuffer::take()
 	 * CanPut, nor another taker claim it before the filler has.
 	 */
 	Slot &slot = slots_[claimed & mask_];
-	int64_t uid = slot.uid;
 
+	*uid = slot.uid;
 	slot.flag.store(CanPut, std::memory_order_release);
-	return uid;
+	return true;
 }
 
 void

@@ -35,16 +35,24 @@ namespace {
 
 constexpr std::chrono::microseconds no_wait{0};
 
+/* take(), as an optional to compare. */
+std::optional<int64_t>
+take_one(RingBuffer &ring)
+{
+	int64_t uid;
+
+	return ring.take(&uid) ? std::optional<int64_t>(uid) : std::nullopt;
+}
+
 /* Takes until the ring gives an ID, however long the filler takes. */
 int64_t
 take_retrying(RingBuffer &ring)
 {
-	for (;;)
-	{
-		if (auto uid = ring.take())
-			return *uid;
+	int64_t uid;
+
+	while (!ring.take(&uid))
 		std::this_thread::yield();
-	}
+	return uid;
 }
 
 } // namespace
@@ -90,18 +98,18 @@ TEST(RingBuffer, TakesInTheOrderPutAndHoldsExactlyItsSize)
 	EXPECT_EQ(ring.available(), 8u);
 
 	for (int64_t i = 0; i < 8; i++)
-		EXPECT_EQ(ring.take(), std::optional<int64_t>(100 + i));
-	EXPECT_EQ(ring.take(), std::nullopt);
+		EXPECT_EQ(take_one(ring), std::optional<int64_t>(100 + i));
+	EXPECT_EQ(take_one(ring), std::nullopt);
 	EXPECT_EQ(ring.available(), 0u);
 
 	/* Taking one from a full ring makes room for exactly one. */
 	for (int64_t i = 0; i < 8; i++)
 		ASSERT_TRUE(ring.put(200 + i));
-	EXPECT_EQ(ring.take(), std::optional<int64_t>(200));
+	EXPECT_EQ(take_one(ring), std::optional<int64_t>(200));
 	EXPECT_TRUE(ring.put(208));
 	EXPECT_FALSE(ring.put(209));
 	for (int64_t i = 1; i <= 8; i++)
-		EXPECT_EQ(ring.take(), std::optional<int64_t>(200 + i));
+		EXPECT_EQ(take_one(ring), std::optional<int64_t>(200 + i));
 }
 
 TEST(RingBuffer, WrapsAroundLikeAQueue)
@@ -131,7 +139,7 @@ TEST(RingBuffer, WrapsAroundLikeAQueue)
 				expected = model.front();
 				model.pop_front();
 			}
-			ASSERT_EQ(ring.take(), expected) << "step " << i;
+			ASSERT_EQ(take_one(ring), expected) << "step " << i;
 		}
 		ASSERT_EQ(ring.available(), model.size());
 	}
@@ -142,14 +150,17 @@ TEST(RingBuffer, EmptyRingGivesNothingAndAsksForPadding)
 {
 	RingBuffer ring(8, 50);
 
+	int64_t uid = -5;
+
 	EXPECT_FALSE(ring.wait_for_padding_request(no_wait));
-	EXPECT_EQ(ring.take(), std::nullopt);
+	EXPECT_FALSE(ring.take(&uid));
+	EXPECT_EQ(uid, -5);
 	EXPECT_TRUE(ring.wait_for_padding_request(no_wait));
 	/* The request is cleared by the filler that saw it. */
 	EXPECT_FALSE(ring.wait_for_padding_request(no_wait));
 	/* A failed take claims nothing: the next ID put is the next taken. */
 	ASSERT_TRUE(ring.put(7));
-	EXPECT_EQ(ring.take(), std::optional<int64_t>(7));
+	EXPECT_EQ(take_one(ring), std::optional<int64_t>(7));
 }
 
 TEST(RingBuffer, AsksForPaddingBelowTheThreshold)
@@ -161,14 +172,14 @@ TEST(RingBuffer, AsksForPaddingBelowTheThreshold)
 	/* Leaving 7, 6, 5 and 4 IDs is not low. */
 	for (int i = 0; i < 4; i++)
 	{
-		ASSERT_TRUE(ring.take());
+		ASSERT_TRUE(take_one(ring));
 		EXPECT_FALSE(ring.wait_for_padding_request(no_wait)) << "after take " << i;
 	}
 	/* Leaving 3 is. */
-	ASSERT_TRUE(ring.take());
+	ASSERT_TRUE(take_one(ring));
 	EXPECT_TRUE(ring.wait_for_padding_request(no_wait));
 	/* Every take below the threshold asks again once the filler has cleared the request. */
-	ASSERT_TRUE(ring.take());
+	ASSERT_TRUE(take_one(ring));
 	EXPECT_TRUE(ring.wait_for_padding_request(no_wait));
 }
 
@@ -194,7 +205,7 @@ TEST(RingFiller, PadsConsecutiveIdsOfItsWorkerAndBurnsNone)
 	/* From the min_word: 1024 IDs, across the units they carry into. */
 	EXPECT_EQ(filler.pad(words.first_of(D)), 1024u);
 	for (int64_t i = 0; i < 3; i++)
-		EXPECT_EQ(ring.take(), std::optional<int64_t>(l.compose(D, 321, i)));
+		EXPECT_EQ(take_one(ring), std::optional<int64_t>(l.compose(D, 321, i)));
 
 	/* Full but for three slots: only three more, and the refused word is kept. */
 	EXPECT_EQ(filler.pad(words.first_of(D)), 3u);
@@ -202,16 +213,16 @@ TEST(RingFiller, PadsConsecutiveIdsOfItsWorkerAndBurnsNone)
 	EXPECT_EQ(filler.next_word(), words.first_of(D) + 1027);
 	for (int64_t i = 3; i < 1027; i++)
 	{
-		auto uid = ring.take();
+		auto uid = take_one(ring);
 
 		ASSERT_TRUE(uid);
 		ASSERT_EQ(l.decompose(*uid), (UidFields{D + i / 512, 321, i % 512})) << i;
 	}
-	EXPECT_EQ(ring.take(), std::nullopt);
+	EXPECT_EQ(take_one(ring), std::nullopt);
 
 	/* A min_word ahead of the filler (the clock moved on) is where it resumes. */
 	EXPECT_EQ(filler.pad(words.first_of(D + 100)), 1024u);
-	EXPECT_EQ(ring.take(), std::optional<int64_t>(l.compose(D + 100, 321, 0)));
+	EXPECT_EQ(take_one(ring), std::optional<int64_t>(l.compose(D + 100, 321, 0)));
 }
 
 TEST(RingFiller, StopsAtTheEndOfTheLayoutsTime)
@@ -223,9 +234,9 @@ TEST(RingFiller, StopsAtTheEndOfTheLayoutsTime)
 
 	EXPECT_EQ(filler.pad(CursorWords(l).first_of(6)), 8u);
 	for (int64_t i = 0; i < 8; i++)
-		EXPECT_EQ(ring.take(), std::optional<int64_t>(l.compose(6 + i / 4, 5, i % 4)));
+		EXPECT_EQ(take_one(ring), std::optional<int64_t>(l.compose(6 + i / 4, 5, i % 4)));
 	EXPECT_EQ(filler.pad(0), 0u);
-	EXPECT_EQ(ring.take(), std::nullopt);
+	EXPECT_EQ(take_one(ring), std::nullopt);
 }
 
 /* ---- filler thread and takers ------------------------------------------ */
@@ -322,7 +333,7 @@ TEST(RingBufferConcurrent, TakerWaitsUntilTheFillerStarts)
 	std::thread taker(
 		[&]
 		{
-			EXPECT_EQ(ring.take(), std::nullopt);
+			EXPECT_EQ(take_one(ring), std::nullopt);
 			tried.store(true);
 			first = take_retrying(ring);
 		});
