@@ -10,12 +10,17 @@
 #                           tarball in DIR (17, 18), built once per machine
 #   make demo               a short demo on a throwaway cluster
 #   make bench              benchmarks, written to test/bench/results
+#   make cursor-bench       the shared cursor word against a ring buffer
+#                           (no PostgreSQL needed; see test/bench/README.md)
 
 EXTENSION = uidgen
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
 
 MODULE_big = $(EXTENSION)
-OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp src/pg/*.cpp)))
+# The ring buffer is only measured against the shared cursor (make
+# cursor-bench), never called by the server: keep it out of the module.
+NOT_IN_MODULE = src/core/ring_buffer.cpp src/core/ring_filler.cpp
+OBJS = $(patsubst %.cpp,%.o,$(sort $(filter-out $(NOT_IN_MODULE),$(wildcard src/core/*.cpp src/pg/*.cpp))))
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
 REGRESS = $(shell cat test/regress_schedule 2>/dev/null)
@@ -78,6 +83,15 @@ build/uidgen_load: $(LOAD_SOURCES) $(wildcard test/load/*.hpp)
 	$(CXX) -std=c++17 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O2 -g -I$(shell $(PG_CONFIG) --includedir 2>/dev/null) -o $@ $(LOAD_SOURCES) \
 		-L$(LOAD_LIBDIR) -Wl,-rpath,$(LOAD_LIBDIR) -lpq -lpthread
 
+# The server-wide generator's cursor word against UidGenerator's ring
+# buffer, in threads of one process; not part of make test.
+build/cursor_bench: test/bench/cursor_bench.cpp $(CORE_SOURCES) $(wildcard src/core/*.hpp)
+	@mkdir -p build
+	$(CXX) -std=c++17 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O2 -g -Isrc -pthread -o $@ test/bench/cursor_bench.cpp $(CORE_SOURCES)
+
+cursor-bench: build/cursor_bench
+	build/cursor_bench $(CURSOR_BENCH_ARGS)
+
 build/regress build/isolation:
 	@mkdir -p $@
 
@@ -98,7 +112,7 @@ demo:
 bench:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/run.sh
 
-.PHONY: unit test test-all demo bench
+.PHONY: unit test test-all demo bench cursor-bench
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:
