@@ -114,6 +114,32 @@ refresh_readme() {
 	log "refreshed $readme between the $marker markers"
 }
 
+# measuring_conf: postgresql.conf lines for measuring rather than for safety:
+# the cluster is thrown away.  fsync is off (start_cluster) and
+# synchronous_commit off, as the issue asks for the insert runs, so that
+# inserts measure the CPU, not this VM's disk; WAL is large enough that no
+# checkpoint starts in a measurement (each one begins after an explicit
+# CHECKPOINT); no JIT and no parallel query, which would make the per-row
+# costs depend on the planner's guesses.
+measuring_conf() {
+	cat <<-CONF
+		shared_buffers = 512MB
+		synchronous_commit = off
+		max_wal_size = 16GB
+		min_wal_size = 1GB
+		checkpoint_timeout = 1h
+		jit = off
+		max_parallel_workers_per_gather = 0
+		CONF
+}
+
+# restart_cluster DATA: restarts the cluster of $bindir in DATA, as after a
+# change of its postgresql.conf.
+restart_cluster() {
+	"$bindir/pg_ctl" -D "$1" -l "$1/server.log" -w restart >/dev/null ||
+		{ tail -20 "$1/server.log" >&2; die "the cluster in $1 did not restart"; }
+}
+
 now() { date +%s.%N; }
 
 # calc EXPR: floating-point arithmetic (bash has none).

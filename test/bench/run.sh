@@ -134,25 +134,13 @@ build() {
 		>"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; die "build failed"; }
 }
 
-# Settings for measuring rather than for safety: the cluster is thrown away.
-# fsync is off (start_cluster) and synchronous_commit off, as the issue asks
-# for the insert runs, so that inserts measure the CPU, not this VM's disk;
-# WAL is large enough that no checkpoint starts in a measurement (each one
-# begins after an explicit CHECKPOINT); no JIT and no parallel query, which
-# would make the per-row costs depend on the planner's guesses.
+# common.sh: measuring_conf, and room for the loads' clients.
 tune_cluster() {
-	cat >>"$data/postgresql.conf" <<-CONF
-		shared_buffers = 512MB
-		max_connections = $((load_clients + 4 * cores + 20))
-		synchronous_commit = off
-		max_wal_size = 16GB
-		min_wal_size = 1GB
-		checkpoint_timeout = 1h
-		jit = off
-		max_parallel_workers_per_gather = 0
-		CONF
-	"$bindir/pg_ctl" -D "$data" -l "$data/server.log" -w restart >/dev/null ||
-		{ tail -20 "$data/server.log" >&2; die "the cluster did not restart"; }
+	{
+		measuring_conf
+		echo "max_connections = $((load_clients + 4 * cores + 20))"
+	} >>"$data/postgresql.conf"
+	restart_cluster "$data"
 }
 
 # Database bench has the default layout (41/13/9 milliseconds); bench_sec
