@@ -10,6 +10,7 @@
 #                           tarball in DIR (17, 18), built once per machine
 #   make demo               a short demo on a throwaway cluster
 #   make bench              benchmarks, written to test/bench/results
+#   make bench-scope        the server-wide generator's targets (uidgen.scope)
 
 EXTENSION = uidgen
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
@@ -98,7 +99,12 @@ demo:
 bench:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/run.sh
 
-.PHONY: unit test test-all demo bench
+# The targets of the server-wide generator, scope server and backend against
+# identity (test/bench/README.md); ROUNDS=N sets the rounds.  Not part of test.
+bench-scope:
+	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/scope.sh
+
+.PHONY: unit test test-all demo bench bench-scope
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:
