@@ -13,8 +13,8 @@
 #
 # It builds uidgen into a private copy of PostgreSQL 15 (or of the server
 # PG_CONFIG names), starts two throwaway clusters on 127.0.0.1, one with
-# uidgen.scope = server (and shared_preload_libraries = 'uidgen') and one with
-# uidgen.scope = backend, and measures both in interleaved rounds, every
+# uidgen.scope = server and one with uidgen.scope = backend (both preload
+# uidgen), and measures both in interleaved rounds, every
 # figure of uidgen paired with its baseline of the same round and cluster;
 # the report gives medians.  As root it runs as postgres on a copy of the
 # tree.  Progress goes to stderr; the Markdown table goes to stdout and to
@@ -117,9 +117,11 @@ sample() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$samples"; }
 # server-wide generator is one worker per database, 512 IDs a millisecond in
 # the default layout, and the bursts of sections 3 and 4 borrow tens of
 # seconds ahead; the targets are about the cost of an ID, not about that
-# bound (the report gives how far it went).  PostgreSQL 15 needs the library
-# preloaded for the shared memory; a backend-scope cluster runs as 1.0 did,
-# loading it on the first call.
+# bound (the report gives how far it went).  Both preload the library, so
+# that the setting is all that differs between them: PostgreSQL 15 needs it
+# for the shared memory of scope server, and a uidgen that defines the
+# PGC_POSTMASTER uidgen.scope cannot be loaded later at all ("cannot create
+# PGC_POSTMASTER variables after startup").
 start_scope_cluster() {
 	local scope=$1 data=$scratch/data-$1
 	start_cluster "$bindir" "$data"
@@ -128,7 +130,7 @@ start_scope_cluster() {
 		echo "listen_addresses = '127.0.0.1'"
 		echo "uidgen.scope = '$scope'"
 		echo "uidgen.max_borrow = '1h'"
-		[ "$scope" != server ] || echo "shared_preload_libraries = 'uidgen'"
+		echo "shared_preload_libraries = 'uidgen'"
 	} >>"$data/postgresql.conf"
 	restart_cluster "$data"
 	port[$scope]=$PGPORT
@@ -324,7 +326,7 @@ report() {
 		echo "- command: \`$command\` (or \`make bench-scope\`$([ "$server_major" = "$PG_MAJOR" ] || echo ' with PG_CONFIG'))"
 		echo "- $cores cores (\`nproc\`), ${cpu_model:-unknown CPU}, $mem; load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 		echo "- $pg"
-		echo "- two clusters on 127.0.0.1: \`uidgen.scope = server\` (with \`shared_preload_libraries = 'uidgen'\`) and \`uidgen.scope = backend\` (uidgen loaded on the first call, as 1.0); each: shared_buffers 512MB, synchronous_commit off, fsync off, jit off, no parallel query, \`uidgen.max_borrow\` 1h"
+		echo "- two clusters on 127.0.0.1, \`uidgen.scope = server\` and \`uidgen.scope = backend\`, both with \`shared_preload_libraries = 'uidgen'\`; each: shared_buffers 512MB, synchronous_commit off, fsync off, jit off, no parallel query, \`uidgen.max_borrow\` 1h"
 		generator_state
 		echo
 		q backend -v samples="$samples" -v dense_rows="$dense_rows" -v id_reps="$id_reps" -f "$here/scope-report.sql"
