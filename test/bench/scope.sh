@@ -225,21 +225,33 @@ statement() { echo "SELECT started, finished FROM bench.run(\$q\$SELECT count($1
 # session SCOPE [START] < STATEMENTS: one new backend that takes a few IDs
 # (for uid_next() to register or attach; not timed), then, given START (Unix
 # seconds), waits for it, and runs the statements.  In-memory tuplestores:
-# the series must not go to disk.  Prints each statement's "started finished".
+# the series must not go to disk.  Prints a line a statement: "started
+# finished cpu", the wall-clock times from bench.run() and the seconds the
+# backend spent on a CPU (user and system, from getrusage(), which
+# log_statement_stats reports for each statement with microseconds).  On a
+# shared machine the wall clock also counts the time the backend waited for a
+# CPU that another process had.
 session() {
-	local scope=$1 start=${2:-}
+	local scope=$1 start=${2:-} out
+	out=$(mktemp "$work/session.XXXXXX")
 	{
 		echo "SET work_mem = '1GB';"
 		echo "SELECT count(public.uid_next()) FROM generate_series(1, 1000) g \\g /dev/null"
 		[ -z "$start" ] || echo "SELECT pg_catalog.pg_sleep_until(pg_catalog.to_timestamp($start)) \\g /dev/null"
+		echo "SET client_min_messages = log;"
+		echo "SET log_statement_stats = on;"
 		cat
-	} | q "$scope" -F ' ' -d bench
+	} | q "$scope" -F ' ' -d bench >"$out" 2>"$out.log"
+	# "!	0.198403 s user, 0.003992 s system, 0.202409 s elapsed"
+	awk '/ s user, .* s system, .* s elapsed/ { print $2 + $5 }' "$out.log" | paste -d ' ' "$out" -
+	rm -f "$out" "$out.log"
 }
 
 # 3. uid_next() over a bare series against the bare series, in one new
-# session (the order alternating), id_reps times a round.
+# session (the order alternating), id_reps times a round: the cost per row
+# on the wall clock and on the CPU, and what uid_next() adds to the series.
 per_id() {
-	local round=$1 scope rep bare uid first
+	local round=$1 scope rep first b0 b1 bcpu u0 u1 ucpu
 	for scope in $(rotated "$round" "${scopes[@]}"); do
 		for rep in $(seq "$id_reps"); do
 			first=$(((round + rep) % 2))
@@ -247,22 +259,27 @@ per_id() {
 				[ $first -eq 0 ] || statement g "$id_rows"
 				statement 'public.uid_next()' "$id_rows"
 				[ $first -eq 1 ] || statement g "$id_rows"
-			} | session "$scope" | awk '{ print $2 - $1 }' >"$work/per_id"
+			} | session "$scope" >"$work/per_id"
 			# The bare series is on the first line or the second.
-			bare=$(sed -n "$((2 - first))p" "$work/per_id")
-			uid=$(sed -n "$((1 + first))p" "$work/per_id")
-			sample per_id "$scope" bare "$id_rows" ns_per_row "$round" "$(calc "$bare * 1e9 / $id_rows")"
-			sample per_id "$scope" uid "$id_rows" ns_per_row "$round" "$(calc "$uid * 1e9 / $id_rows")"
-			sample per_id "$scope" uid "$id_rows" ns_above_bare "$round" "$(calc "($uid - $bare) * 1e9 / $id_rows")"
+			read -r b0 b1 bcpu < <(sed -n "$((2 - first))p" "$work/per_id")
+			read -r u0 u1 ucpu < <(sed -n "$((1 + first))p" "$work/per_id")
+			sample per_id "$scope" bare "$id_rows" ns_per_row "$round" "$(calc "($b1 - $b0) * 1e9 / $id_rows")"
+			sample per_id "$scope" bare "$id_rows" cpu_ns_per_row "$round" "$(calc "$bcpu * 1e9 / $id_rows")"
+			sample per_id "$scope" uid "$id_rows" ns_per_row "$round" "$(calc "($u1 - $u0) * 1e9 / $id_rows")"
+			sample per_id "$scope" uid "$id_rows" cpu_ns_per_row "$round" "$(calc "$ucpu * 1e9 / $id_rows")"
+			sample per_id "$scope" uid "$id_rows" ns_above_bare "$round" "$(calc "($u1 - $u0 - $b1 + $b0) * 1e9 / $id_rows")"
+			sample per_id "$scope" uid "$id_rows" cpu_ns_above_bare "$round" "$(calc "($ucpu - $bcpu) * 1e9 / $id_rows")"
 		done
 	done
 }
 
 # 4. 1 and 2 backends, started together, each making scale_rows values (of
 # uid_next(), and of the bare series for what the machine itself scales to):
-# values per second of all of them, from the first start to the last finish.
+# values per second of all of them, from the first start to the last finish;
+# and the same on the CPU: as if each backend had had a core of its own all
+# along (the rows over the longest CPU time of a backend).
 scaling() {
-	local round=$1 scope expr key k i start span pids
+	local round=$1 scope expr key k i start pids
 	for scope in $(rotated "$round" "${scopes[@]}"); do
 		for key in $(rotated "$round" uid bare); do
 			expr=g
@@ -276,8 +293,15 @@ scaling() {
 					pids+=($!)
 				done
 				for i in "${pids[@]}"; do wait "$i"; done
-				span=$(cat "$work"/scale.[0-9]* | awk 'NR == 1 || $1 < s { s = $1 } NR == 1 || $2 > f { f = $2 } END { print f - s }')
-				sample scale "$scope" "$key" "$k" ids_per_s "$round" "$(calc "$k * $scale_rows / $span")"
+				cat "$work"/scale.[0-9]* | awk -v k="$k" -v rows="$scale_rows" '
+					NR == 1 || $1 < s { s = $1 }
+					NR == 1 || $2 > f { f = $2 }
+					NR == 1 || $3 > c { c = $3 }
+					END { printf "%.9g %.9g\n", k * rows / (f - s), k * rows / c }' | {
+					read -r wall cpu
+					sample scale "$scope" "$key" "$k" ids_per_s "$round" "$wall"
+					sample scale "$scope" "$key" "$k" cpu_ids_per_s "$round" "$cpu"
+				}
 				rm -f "$work"/scale.[0-9]*
 			done
 		done
