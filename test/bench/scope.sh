@@ -13,8 +13,8 @@
 #
 # It builds uidgen into a private copy of PostgreSQL 15 (or of the server
 # PG_CONFIG names), starts two throwaway clusters on 127.0.0.1, one with
-# uidgen.scope = server and one with uidgen.scope = backend (both preload
-# uidgen), and measures both in interleaved rounds, every
+# uidgen.scope = server (uidgen preloaded) and one with uidgen.scope =
+# backend (loaded by the first call, as 1.0 is), and measures both in interleaved rounds, every
 # figure of uidgen paired with its baseline of the same round and cluster;
 # the report gives medians.  As root it runs as postgres on a copy of the
 # tree.  Progress goes to stderr; the Markdown table goes to stdout and to
@@ -31,6 +31,8 @@ usage() {
 		             figures are not meant to be quoted
 		  --out DIR  where the results go (default: test/bench/results)
 		  ROUNDS=N   (environment) rounds to run: 6 by default, 1 with --quick
+		  UIDGEN_PRELOAD=server|both|none  (environment) which cluster preloads
+		             uidgen: the server-scope one (default), both, neither
 	EOF
 }
 
@@ -64,6 +66,8 @@ churn_clients=$cores
 dense_clients=8 dense_batch=100
 insert_clients=(1 2 8)
 scopes=(server backend)
+preload=${UIDGEN_PRELOAD:-server}
+case $preload in server | both | none) ;; *) die "UIDGEN_PRELOAD must be server, both or none" ;; esac
 keys=(uid identity)
 
 ensure_packages "${REQUIRED_PACKAGES[@]}"
@@ -112,16 +116,16 @@ bench() {
 # sample SECTION SCOPE KEY PARAM METRIC ROUND VALUE: one measurement.
 sample() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$samples"; }
 
-# A cluster per scope: the setting is read at server start.  The settings
-# of run.sh (common.sh: measuring_conf), and uidgen.max_borrow 1 h: the
-# server-wide generator is one worker per database, 512 IDs a millisecond in
-# the default layout, and the bursts of sections 3 and 4 borrow tens of
-# seconds ahead; the targets are about the cost of an ID, not about that
-# bound (the report gives how far it went).  Both preload the library, so
-# that the setting is all that differs between them: PostgreSQL 15 needs it
-# for the shared memory of scope server, and a uidgen that defines the
-# PGC_POSTMASTER uidgen.scope cannot be loaded later at all ("cannot create
-# PGC_POSTMASTER variables after startup").
+# A cluster per scope, each session keeping the scope it starts with.  The
+# settings of run.sh (common.sh: measuring_conf), and uidgen.max_borrow 1 h:
+# a worker issues 512 IDs a millisecond in the default layout, the bursts of
+# sections 3 and 4 many times that, borrowing seconds ahead, and the targets
+# are about the cost of an ID, not about that bound (the report gives how far
+# it went).  PostgreSQL 15 needs the library preloaded for scope server's
+# shared memory; the backend cluster runs as 1.0 is run, uidgen loaded by a
+# session's first call.  UIDGEN_PRELOAD=both preloads it there too, so that
+# the setting is all that differs; UIDGEN_PRELOAD=none nowhere (17 and
+# later: the DSM registry).
 start_scope_cluster() {
 	local scope=$1 data=$scratch/data-$1
 	start_cluster "$bindir" "$data"
@@ -130,7 +134,9 @@ start_scope_cluster() {
 		echo "listen_addresses = '127.0.0.1'"
 		echo "uidgen.scope = '$scope'"
 		echo "uidgen.max_borrow = '1h'"
-		echo "shared_preload_libraries = 'uidgen'"
+		if [ "$preload" = both ] || { [ "$scope" = server ] && [ "$preload" = server ]; }; then
+			echo "shared_preload_libraries = 'uidgen'"
+		fi
 	} >>"$data/postgresql.conf"
 	restart_cluster "$data"
 	port[$scope]=$PGPORT
@@ -320,6 +326,14 @@ inserts() {
 
 # ---- the report -----------------------------------------------------------
 
+preload_words() {
+	case $preload in
+		server) echo "uidgen preloaded (\`shared_preload_libraries\`) in the server cluster only, loaded by the first call in the backend cluster, as 1.0 is run" ;;
+		both) echo "both with \`shared_preload_libraries = 'uidgen'\`" ;;
+		none) echo "uidgen loaded by the first call in both (\`UIDGEN_PRELOAD=none\`)" ;;
+	esac
+}
+
 # generator_state: the server cluster's uidgen.server_generator at the end,
 # as a Markdown line.
 generator_state() {
@@ -350,7 +364,7 @@ report() {
 		echo "- command: \`$command\` (or \`make bench-scope\`$([ "$server_major" = "$PG_MAJOR" ] || echo ' with PG_CONFIG'))"
 		echo "- $cores cores (\`nproc\`), ${cpu_model:-unknown CPU}, $mem; load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 		echo "- $pg"
-		echo "- two clusters on 127.0.0.1, \`uidgen.scope = server\` and \`uidgen.scope = backend\`, both with \`shared_preload_libraries = 'uidgen'\`; each: shared_buffers 512MB, synchronous_commit off, fsync off, jit off, no parallel query, \`uidgen.max_borrow\` 1h"
+		echo "- two clusters on 127.0.0.1, \`uidgen.scope = server\` and \`uidgen.scope = backend\`, $(preload_words); each: shared_buffers 512MB, synchronous_commit off, fsync off, jit off, no parallel query, \`uidgen.max_borrow\` 1h"
 		generator_state
 		echo
 		q backend -v samples="$samples" -v dense_rows="$dense_rows" -v id_reps="$id_reps" -f "$here/scope-report.sql"
