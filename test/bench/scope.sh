@@ -365,6 +365,7 @@ report() {
 		echo "- $cores cores (\`nproc\`), ${cpu_model:-unknown CPU}, $mem; load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
 		echo "- $pg"
 		echo "- two clusters on 127.0.0.1, \`uidgen.scope = server\` and \`uidgen.scope = backend\`, $(preload_words); each: shared_buffers 512MB, synchronous_commit off, fsync off, jit off, no parallel query, \`uidgen.max_borrow\` 1h"
+		echo "- uidgen's settings in the server cluster: $(q server -d bench -c "SELECT string_agg(format('\`%s = %s%s\`', name, setting, coalesce(unit, '')), ', ' ORDER BY name) FROM pg_settings WHERE name LIKE 'uidgen.%'")"
 		generator_state
 		echo
 		q backend -v samples="$samples" -v dense_rows="$dense_rows" -v id_reps="$id_reps" -f "$here/scope-report.sql"
