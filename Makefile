@@ -12,6 +12,7 @@
 #   make bench              benchmarks, written to test/bench/results
 #   make cursor-bench       the shared cursor word against a ring buffer
 #                           (no PostgreSQL needed; see test/bench/README.md)
+#   make bench-scope        the server-wide generator's targets (uidgen.scope)
 
 EXTENSION = uidgen
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
@@ -112,7 +113,12 @@ demo:
 bench:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/run.sh
 
-.PHONY: unit test test-all demo bench cursor-bench
+# The targets of the server-wide generator, scope server and backend against
+# identity (test/bench/README.md); ROUNDS=N sets the rounds.  Not part of test.
+bench-scope:
+	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/scope.sh
+
+.PHONY: unit test test-all demo bench bench-scope cursor-bench
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:

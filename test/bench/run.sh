@@ -21,14 +21,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
-# shellcheck source=scripts/lib.sh
-. "$top/scripts/lib.sh"
-
-# Decimal points and sorting must not depend on the caller's locale.
-export LC_ALL=C.UTF-8
-# DROP TABLE IF EXISTS and the like would chatter on stderr.
-export PGOPTIONS="-c client_min_messages=warning"
+# shellcheck source=test/bench/common.sh
+. "$here/common.sh"
 
 usage() {
 	cat <<-EOF
@@ -39,34 +33,12 @@ usage() {
 	EOF
 }
 
-quick=0
-out=""
-commit=""
-while [ $# -gt 0 ]; do
-	case $1 in
-		--quick) quick=1 ;;
-		--out) [ $# -ge 2 ] || { usage >&2; exit 2; }; out=$2; shift ;;
-		--commit) [ $# -ge 2 ] || { usage >&2; exit 2; }; commit=$2; shift ;;	# passed on by the root run
-		-h | --help) usage; exit 0 ;;
-		*) usage >&2; exit 2 ;;
-	esac
-	shift
-done
+bench_args "$@"
 
-# Only what the benchmark needs, not the test suite's packages.  pgbench and
-# pgstattuple come with postgresql-15 (and with a source build's world-bin);
-# any gnuplot that can write PNG will do.
-if [ -n "${PG_CONFIG:-}" ]; then
-	PG_CONFIG=$(source_pg_config) || exit 1	# an absolute path, for the rerun
-	export PG_CONFIG
-	REQUIRED_PACKAGES=(make g++)
-else
-	REQUIRED_PACKAGES=(make g++ "${PG15_PACKAGES[@]}")
-fi
+# The server's major version (server_major) names the results of servers
+# other than 15.  Any gnuplot that can write PNG will do.
+bench_packages
 command -v gnuplot >/dev/null || REQUIRED_PACKAGES+=(gnuplot-nox)
-# The server's major version names the results of servers other than 15.
-server_major=$PG_MAJOR
-[ -z "${PG_CONFIG:-}" ] || server_major=$("$PG_CONFIG" --version | sed -nE 's/^PostgreSQL ([0-9]+).*/\1/p')
 
 # Sizes.  A full run takes 10-15 minutes on 2 cores; --quick about 2.
 #
@@ -114,76 +86,27 @@ seconds_layout="28, 22, 13, '2026-01-01 00:00:00+00', 'second'"
 
 # ---- as root: run as postgres on a copy, then bring the results back -------
 
-# The commit measured, for the report; the copy made for postgres has no .git.
-source_commit() {
-	git -c safe.directory='*' -C "$top" describe --always --dirty 2>/dev/null || echo unknown
-}
-
-# refresh_readme DIR: puts DIR/latest.md into test/bench/README.md between the
-# markers, keeping the file's owner.
-refresh_readme() {
-	local readme=$here/README.md results=$1
-	[ -f "$readme" ] && grep -q '^<!-- bench:begin -->$' "$readme" || return 0
-	local block
-	block=$(mktemp)
-	{
-		echo '<!-- bench:begin -->'
-		# Without its title and the blank line after it, one heading level down.
-		sed -e '1{/^# /d;}' "$results/latest.md" | sed -e '1{/^$/d;}' -e 's/^##/###/' \
-			-e 's/](latest\.png)/](results\/latest.png)/'
-		echo '<!-- bench:end -->'
-	} >"$block"
-	awk -v block="$block" '
-		/^<!-- bench:begin -->$/ { while ((getline line < block) > 0) print line; skip = 1; next }
-		/^<!-- bench:end -->$/ { skip = 0; next }
-		!skip { print }
-	' "$readme" >"$block.new"
-	cat "$block.new" >"$readme"
-	rm -f "$block" "$block.new"
-	log "refreshed the Performance section of $readme"
-}
+# refresh_readme_from DIR: puts DIR/latest.md into the Performance section of
+# test/bench/README.md.
+refresh_readme_from() { refresh_readme "$1/latest.md" bench 's/](latest\.png)/](results\/latest.png)/'; }
 
 ensure_packages "${REQUIRED_PACKAGES[@]}"
 if [ "$(id -u)" -eq 0 ]; then
 	dest=${out:-$here/results}
-	stage=$(mktemp -d /tmp/uidgen-bench-out.XXXXXX)
-	trap 'rm -rf "$stage"' EXIT
-	chown postgres: "$stage"
-	[ -n "$commit" ] || commit=$(source_commit)
-	args=(--out "$stage" --commit "$commit")
+	args=()
 	[ $quick -eq 0 ] || args+=(--quick)
 	status=0
-	rerun_as_postgres test/bench/run.sh "${args[@]}" || status=$?
-	if [ -n "$(ls -A "$stage")" ]; then
-		mkdir -p "$dest"
-		cp "$stage"/* "$dest"/
-		chown -R "$(stat -c %u:%g "$top")" "$dest"
-		log "results in $dest"
-		if [ $status -eq 0 ] && [ "$name" = latest ] && [ -z "$out" ]; then
-			refresh_readme "$dest"
-		fi
+	rerun_for_results "$dest" test/bench/run.sh "${args[@]}" || status=$?
+	if [ $status -eq 0 ] && [ "$name" = latest ] && [ -z "$out" ]; then
+		refresh_readme_from "$dest"
 	fi
-	rm -rf "$stage"
 	exit $status
 fi
 
 # ---- as anyone else: build, start a cluster, measure ----------------------
 
-default_out=0
-[ -n "$out" ] || { out=$here/results; default_out=1; }
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-[ -n "$commit" ] || commit=$(source_commit)
-
-scratch=$(mktemp -d /tmp/uidgen-bench.XXXXXX)
-work=$scratch/work
-mkdir -p "$work"
-bindir=$(make_pg_tree "$scratch/pg")
-export PG_CONFIG=$bindir/pg_config
-export PATH=$bindir:$PATH
+bench_workspace uidgen-bench
 data=$scratch/data
-samples=$work/samples.tsv
-: >"$samples"
 
 cleanup() {
 	local status=$?
@@ -198,23 +121,6 @@ trap cleanup EXIT
 
 q() { psql -X -qAt -v ON_ERROR_STOP=1 "$@"; }
 
-now() { date +%s.%N; }
-
-# rotated ROUND WORD...: the words, starting at the ROUNDth.  Rounds are
-# interleaved (A B C, then B C A, ...): every key is measured next to the
-# others under the same conditions, and none is always first or always after
-# the same neighbour.
-rotated() {
-	local round=$1 i
-	shift
-	for ((i = 0; i < $#; i++)); do
-		echo "${@:$(((round + i) % $# + 1)):1}"
-	done
-}
-
-# calc EXPR: floating-point arithmetic (bash has none).
-calc() { awk "BEGIN { printf \"%.9g\", $1 }"; }
-
 # sample SECTION KEY PARAM METRIC ROUND VALUE: one measurement, for report.sql.
 sample() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$samples"; }
 
@@ -228,25 +134,13 @@ build() {
 		>"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; die "build failed"; }
 }
 
-# Settings for measuring rather than for safety: the cluster is thrown away.
-# fsync is off (start_cluster) and synchronous_commit off, as the issue asks
-# for the insert runs, so that inserts measure the CPU, not this VM's disk;
-# WAL is large enough that no checkpoint starts in a measurement (each one
-# begins after an explicit CHECKPOINT); no JIT and no parallel query, which
-# would make the per-row costs depend on the planner's guesses.
+# common.sh: measuring_conf, and room for the loads' clients.
 tune_cluster() {
-	cat >>"$data/postgresql.conf" <<-CONF
-		shared_buffers = 512MB
-		max_connections = $((load_clients + 4 * cores + 20))
-		synchronous_commit = off
-		max_wal_size = 16GB
-		min_wal_size = 1GB
-		checkpoint_timeout = 1h
-		jit = off
-		max_parallel_workers_per_gather = 0
-		CONF
-	"$bindir/pg_ctl" -D "$data" -l "$data/server.log" -w restart >/dev/null ||
-		{ tail -20 "$data/server.log" >&2; die "the cluster did not restart"; }
+	{
+		measuring_conf
+		echo "max_connections = $((load_clients + 4 * cores + 20))"
+	} >>"$data/postgresql.conf"
+	restart_cluster "$data"
 }
 
 # Database bench has the default layout (41/13/9 milliseconds); bench_sec
@@ -382,45 +276,9 @@ measure_scaling() {
 
 # ---- 3. inserts and 5. churn ---------------------------------------------
 
-# pgbench_tps LOG PGBENCH-ARGS...: runs pgbench and prints its tps.
-pgbench_tps() {
-	local log=$1; shift
-	pgbench "$@" >"$log" 2>&1 || { cat "$log" >&2; die "pgbench failed: $*"; }
-	grep -q '^number of failed transactions: 0 ' "$log" || { cat "$log" >&2; die "pgbench had failures: $*"; }
-	sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$log"
-}
-
-threads_for() { echo $(($1 < cores ? $1 : cores)); }
-
-processed() { sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$1"; }
-
-# On a shared machine tps follows whatever else runs; the CPU time the
-# server's backends spend per transaction hardly does.  The postmaster
-# collects the CPU time of every backend that ends (cutime and cstime in
-# /proc/PID/stat), so the difference across a pgbench run, whose backends all
-# end with it, is what the server spent on that run's clients.
-clk_tck=$(getconf CLK_TCK)
-
-server_children() { cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$postmaster_pid" '$4 == pm' | wc -l; }
-
-# settle: waits (5 s at most) until the backends of the last client have
-# ended and been collected, leaving the server's own helper processes.
-settle() {
-	local tries=0
-	while [ "$(server_children)" -gt "$idle_children" ] && [ $tries -lt 50 ]; do
-		sleep 0.1
-		tries=$((tries + 1))
-	done
-}
-
-# children_cpu: CPU seconds of the server's processes that have ended so far.
-children_cpu() {
-	settle
-	sed 's/.*) //' "/proc/$postmaster_pid/stat" | awk -v hz="$clk_tck" '{ print ($14 + $15) / hz }'
-}
-
-# cpu_per_txn CPU-BEFORE LOG: microseconds of backend CPU per transaction.
-cpu_per_txn() { calc "($(children_cpu) - $1) * 1000000 / $(processed "$2")"; }
+# cpu_per_txn CPU-BEFORE LOG: microseconds of backend CPU per transaction
+# (common.sh: children_cpu).
+cpu_per_txn() { calc "($(children_cpu "$postmaster_pid") - $1) * 1000000 / $(processed "$2")"; }
 
 write_insert_scripts() {
 	local key
@@ -444,7 +302,7 @@ measure_inserts() {
 			log "3. inserts: round $round of $insert_rounds, $clients client(s), ${insert_keys[*]}"
 			for key in $(rotated "$round" "${insert_keys[@]}"); do
 				empty_table "$key"
-				cpu=$(children_cpu)
+				cpu=$(children_cpu "$postmaster_pid")
 				tps=$(pgbench_tps "$work/insert.log" -n -M prepared -c "$clients" -j "$(threads_for "$clients")" \
 					-T "$insert_seconds" -f "$work/insert_$key.sql" bench)
 				sample insert "$key" "$clients" tps "$round" "$tps"
@@ -466,7 +324,7 @@ measure_churn() {
 		log "5. connection churn: round $round of $churn_rounds, ${insert_keys[*]}"
 		for key in $(rotated "$round" "${insert_keys[@]}"); do
 			empty_table "$key"
-			cpu=$(children_cpu)
+			cpu=$(children_cpu "$postmaster_pid")
 			tps=$(pgbench_tps "$work/churn.log" -n -C -c "$churn_clients" -j "$(threads_for "$churn_clients")" \
 				-T "$churn_seconds" -f "$work/insert_$key.sql" bench)
 			sample churn "$key" "$churn_clients" tps "$round" "$tps"
@@ -621,7 +479,6 @@ if [ "$has_uuidv7" = t ]; then
 	insert_keys+=(uuidv7_core)
 	load_keys+=(uuidv7_core)
 fi
-idle_children=$(server_children)
 prepare_databases
 measure_generation
 measure_scaling
@@ -631,6 +488,6 @@ measure_loads
 report
 log "done in $(calc "($(now) - $started) / 60" | xargs printf '%.1f') minutes; results in $out"
 if [ $default_out -eq 1 ] && [ "$name" = latest ]; then
-	refresh_readme "$out"
+	refresh_readme_from "$out"
 fi
 cat "$out/$name.md"
