@@ -50,7 +50,7 @@ cmp_ok($g->{ids_issued}, '>=', 1, "ids_issued counts the first ID ($g->{ids_issu
 cmp_ok($g->{chunks}, '>=', 1, "chunks counts its chunk ($g->{chunks})");
 
 # A read-only session, and a repeatable-read one, generate too.
-is($s->query_safe(q{
+is($s->query_safe(qq{
 	SET default_transaction_read_only = on;
 	SELECT uid_next() > $first;
 	RESET default_transaction_read_only;}), 't', 'uid_next() in a read-only session, above the first ID');
@@ -203,7 +203,7 @@ my $bare = new_uidgen_node('server_scope_bare', scope => 'server', preload => 0)
 if ($bare->safe_psql('postgres', 'SHOW server_version_num') < 170000)
 {
 	my $err = psql_error($bare, 'postgres', 'SELECT uid_next()');
-	like($err, qr/^ERROR:\s+\w{5}:/m, 'PostgreSQL 15 without preload: uid_next() fails');
+	like($err, qr/ERROR:\s+\w{5}:/, 'PostgreSQL 15 without preload: uid_next() fails');
 	like($err, qr/^HINT:.*shared_preload_libraries/m, 'with a hint naming shared_preload_libraries');
 	is($bare->safe_psql('postgres', 'SELECT count(*) FROM uidgen.worker_node'), '0', 'and registers nothing');
 }

@@ -32,8 +32,8 @@ $primary->wait_for_catchup($standby);
 
 # The standby refuses, with the SQLSTATE of a read-only transaction.
 my $err = psql_error($standby, 'postgres', 'SELECT uid_next()');
-like($err, qr/^ERROR:\s+25006:/m, 'the standby refuses uid_next() with SQLSTATE 25006');
-like(psql_error($standby, 'postgres', 'SELECT uid_next_batch(10)'), qr/^ERROR:\s+25006:/m,
+like($err, qr/ERROR:\s+25006:/, 'the standby refuses uid_next() with SQLSTATE 25006');
+like(psql_error($standby, 'postgres', 'SELECT uid_next_batch(10)'), qr/ERROR:\s+25006:/,
 	'and uid_next_batch()');
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM uidgen.server_generator'), '0',
 	'the standby has no generator');
