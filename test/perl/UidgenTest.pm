@@ -285,6 +285,14 @@ sub kill_and_wait_for_restart
 # A server clock moved by libfaketime: start_with_fake_clock starts a node
 # under it, set_fake_clock moves it ('+0', '-30', '+3600': seconds from the
 # real time), at once, for every process of that node.
+#
+# Except, on PostgreSQL 15, processes the postmaster forks in its signal
+# handlers, as it does background workers (a uidgen keeper): the handler
+# runs while the postmaster waits in select(), which libfaketime 0.9.10
+# calls with faking turned off, and a child forked there keeps it off for
+# good.  Such a process reads the real clock.  So a test that needs the
+# keeper on the same clock as the backends moves the clock only while the
+# keeper it has runs, and has it right ('+0') whenever a keeper may start.
 my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 my $clock_file;
 

@@ -66,7 +66,7 @@ sub scenario
 
 	set_fake_clock($s{before});
 	$phase++;
-	my @writers = start_writers($node, 't', $phase, 4, 100000);
+	my @writers = start_writers($node, 't', $phase, 4, 40000);
 	my $g = server_generator($node);
 	note("before: " . join(', ', map { "$_ = $g->{$_}" } sort keys %$g));
 	if ($s{stop} eq 'kill')
@@ -75,25 +75,33 @@ sub scenario
 			"SELECT pid FROM pg_stat_activity WHERE query LIKE 'DO \$\$ BEGIN LOOP INSERT INTO %' LIMIT 1");
 		kill_and_wait_for_restart($node, $victim);
 		finish_sql_loops(@writers);
-		set_fake_clock($s{after});
+		set_fake_clock('+0');
 	}
 	else
 	{
 		$node->stop('immediate');
 		finish_sql_loops(@writers);
-		set_fake_clock($s{after});
+		set_fake_clock('+0');
 		start_with_fake_clock($node);
 	}
-	my $offset = server_offset();
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM uidgen.server_generator'), '0',
-		sprintf("$s{name}: a new life, no generator before its first uid_next() (clock %+.0f s)", $offset));
+		"$s{name}: a new life, no generator before its first uid_next()");
+	my $ahead = $node->safe_psql('postgres',
+		"SELECT round(extract(epoch FROM uid_timestamp(max(id)) - clock_timestamp())) FROM t WHERE phase = $phase");
+	cmp_ok($ahead, '>=', $s{before} - 5, "$s{name}: the IDs from before the crash are $ahead s ahead of the clock now");
 
 	$phase++;
 	$node->safe_psql('postgres', "ALTER TABLE t ALTER phase SET DEFAULT $phase");
 	my ($code, $f) = run_load($node, '--mode', 'churn', '--method', 'insert', '--table', 't',
-		'--connections', '4', '--ids', '25000', '--per-connection', '500', '--fetch', '250');
+		'--connections', '4', '--ids', '15000', '--per-connection', '500', '--fetch', '250');
 	is($code, 0, "$s{name}: the load client found nothing wrong, nor did the primary key");
 	is($f->{duplicates}, '0', "$s{name}: no duplicate among the $f->{ids} IDs after the restart");
+	# Once the leaked workers' margin has passed, bulk sessions make the
+	# keeper claim private workers: released leaked ones, if they are reusable.
+	sleep 3;
+	($code, $f) = run_load($node, '--mode', 'steady', '--method', 'insert', '--table', 't', '--connections', '4',
+		'--ids', '30000', '--fetch', '5000');
+	is($code + $f->{duplicates}, 0, "$s{name}: bulk sessions after the margin: no duplicate among $f->{ids} IDs");
 	my $h = server_generator($node);
 	isnt($h->{keeper_pid}, $g->{keeper_pid}, "$s{name}: a new keeper (pid $h->{keeper_pid})");
 	note("after: " . join(', ', map { "$_ = $h->{$_}" } sort keys %$h));
@@ -101,13 +109,13 @@ sub scenario
 		"$s{name}: every worker, the server's and any reused, issued only above its IDs from before");
 }
 
-scenario(name => 'SIGKILL under load', before => '+0', after => '+0', stop => 'kill');
-scenario(name => 'SIGKILL, then the clock 30 s back', before => '+0', after => '-30', stop => 'kill');
-scenario(name => 'immediate shutdown, then the clock 5 min back', before => '+0', after => '-300',
-	stop => 'immediate');
-scenario(name => 'clock 1 h ahead, immediate shutdown, then corrected', before => '+3600', after => '+0',
-	stop => 'immediate');
-scenario(name => 'clock 1 h ahead, SIGKILL, then corrected', before => '+3600', after => '+0', stop => 'kill');
+# The clock runs ahead before each crash and is right after it: for the IDs
+# from before, the clock has gone back.  (Servers start, and come back from
+# a crash, with the clock right: see start_with_fake_clock.)
+scenario(name => 'SIGKILL under load', before => '+0', stop => 'kill');
+scenario(name => 'clock 30 s ahead, SIGKILL, then right', before => '+30', stop => 'kill');
+scenario(name => 'clock 5 min ahead, immediate shutdown, then right', before => '+300', stop => 'immediate');
+scenario(name => 'clock 1 h ahead, SIGKILL, then right', before => '+3600', stop => 'kill');
 set_fake_clock('+0');
 
 my ($rows, $distinct) = split /\|/, $node->safe_psql('postgres', 'SELECT count(*), count(DISTINCT id) FROM t');
