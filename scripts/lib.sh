@@ -15,7 +15,7 @@ PG_MAJOR=15
 PG_BINDIR=/usr/lib/postgresql/$PG_MAJOR/bin
 
 # Debian packages the build and every kind of test need, whatever the server.
-BASE_PACKAGES=(make g++ perl libpq-dev libgtest-dev libipc-run-perl faketime)
+BASE_PACKAGES=(make g++ perl libpq-dev libgtest-dev libipc-run-perl faketime pgbouncer)
 # ... and Debian's PostgreSQL 15, the default server.
 PG15_PACKAGES=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR")
 # ... and what scripts/pg-build.sh needs to build PostgreSQL from source.

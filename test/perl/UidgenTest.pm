@@ -19,10 +19,13 @@ use Test::More;
 use Exporter 'import';
 
 our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
-	set_fake_clock start_with_fake_clock kill_and_wait_for_restart);
+	set_fake_clock start_with_fake_clock kill_and_wait_for_restart
+	scope_conf set_scope server_generator start_sql_loop finish_sql_loops
+	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer);
 
 # A started node with uidgen created in database postgres.  Extra lines go
-# to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock.
+# to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock;
+# scope => 'server' (and preload => 0) adds scope_conf's lines.
 sub new_uidgen_node
 {
 	my ($name, %params) = @_;
@@ -33,10 +36,192 @@ sub new_uidgen_node
 		"max_connections = 60",
 		"max_prepared_transactions = 10",
 		"log_min_messages = warning",
+		($params{scope} ? scope_conf($params{scope}, preload => $params{preload}) : ()),
 		@{ $params{conf} // [] }) . "\n");
 	$params{fake_clock} ? start_with_fake_clock($node) : $node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION uidgen');
 	return $node;
+}
+
+# postgresql.conf lines for uidgen.scope, with uidgen in
+# shared_preload_libraries unless preload => 0 (PostgreSQL 15 needs it for
+# scope server; 17 and later can do without).
+sub scope_conf
+{
+	my ($scope, %params) = @_;
+	return ("uidgen.scope = '$scope'",
+		($params{preload} // 1) ? "shared_preload_libraries = 'uidgen'" : ());
+}
+
+# Restarts node with another uidgen.scope (a postmaster setting); stop_mode
+# 'immediate' makes it a crash.  The library stays preloaded.
+sub set_scope
+{
+	my ($node, $scope, %params) = @_;
+	$node->stop($params{stop_mode} // 'fast');
+	$node->adjust_conf('postgresql.conf', 'uidgen.scope', "'$scope'");
+	$params{fake_clock} ? start_with_fake_clock($node) : $node->start;
+}
+
+# The row of uidgen.server_generator as a hash (column => value), or undef
+# when the view has none.
+sub server_generator
+{
+	my ($node, $db) = @_;
+	my $row = $node->safe_psql($db // 'postgres', q{
+		SELECT json_build_object('worker', worker, 'keeper_pid', keeper_pid, 'started_at', started_at,
+			'ids_issued', ids_issued, 'chunks', chunks, 'ids_dropped', ids_dropped, 'ahead_ms', ahead_ms,
+			'reserved_ahead_ms', reserved_ahead_ms, 'waits', waits, 'private_workers', private_workers)
+		  FROM uidgen.server_generator});
+	return undef if $row eq '';
+	my %row;
+	while ($row =~ /"(\w+)"\s*:\s*("?)([^",}]*)\2/g)
+	{
+		$row{$1} = $3;
+	}
+	return \%row;
+}
+
+# Starts psql running sql (typically a loop that commits as it goes) in the
+# background, until it ends, its backend dies or the server stops; returns
+# the IPC::Run handle.  With until => query, waits until query is true.
+sub start_sql_loop
+{
+	my ($node, $sql, %params) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-d', $node->connstr($params{db} // 'postgres'), '-c', $sql ],
+		'>', \$out, '2>', \$err);
+	if (defined $params{until})
+	{
+		$node->poll_query_until($params{db} // 'postgres', $params{until})
+		  or die "the background SQL did not get going: $sql";
+	}
+	return $h;
+}
+
+# Waits for handles of start_sql_loop (their exit status is not looked at:
+# they are meant to be cut short).
+sub finish_sql_loops
+{
+	$_->finish for @_;
+}
+
+# count psql sessions inserting rows of phase into table (its id column
+# defaulting to uid_next()) in transactions of 5,000 rows, in a loop that
+# ends only with their backend or the server; returns once the phase has
+# min_rows rows (default 20,000).
+sub start_writers
+{
+	my ($node, $table, $phase, $count, $min_rows) = @_;
+	my @writers = map {
+		start_sql_loop($node, "DO \$\$ BEGIN LOOP INSERT INTO $table (phase) SELECT $phase FROM generate_series(1, 5000); "
+			. "COMMIT; END LOOP; END \$\$")
+	} 1 .. $count;
+	$node->poll_query_until('postgres', "SELECT count(*) >= " . ($min_rows // 20000) . " FROM $table WHERE phase = $phase")
+	  or die "the writers of phase $phase did not get going";
+	return @writers;
+}
+
+# Ends the sessions of start_writers without a crash (they are terminated).
+sub stop_writers
+{
+	my ($node, @writers) = @_;
+	$node->safe_psql('postgres', q{
+		SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'DO $$ BEGIN LOOP INSERT INTO %'});
+	finish_sql_loops(@writers);
+}
+
+# In table (id bigint, phase_column int), each worker's IDs of a later phase
+# must all be above those of every earlier phase: a worker reused after a
+# restart, a crash, a scope switch or a promotion continues above what it
+# issued.  Returns the violations as text, '' when there are none.
+sub worker_order_violations
+{
+	my ($node, $table, $phase_column, $db) = @_;
+	return $node->safe_psql($db // 'postgres', qq{
+		WITH p AS (SELECT uid_worker_id(id) AS worker, $phase_column AS phase, min(id) AS lo, max(id) AS hi
+		             FROM $table GROUP BY 1, 2)
+		SELECT coalesce(string_agg(format('worker %s: phase %s issued %s, not above %s of phase %s',
+		                                  a.worker, b.phase, b.lo, a.hi, a.phase), '; '), '')
+		  FROM p a JOIN p b ON a.worker = b.worker AND a.phase < b.phase AND b.lo <= a.hi});
+}
+
+# Runs sql, expected to fail, with VERBOSITY verbose; returns psql's stderr,
+# which begins "ERROR:  SQLSTATE: message" and has the hint.
+sub psql_error
+{
+	my ($node, $db, $sql) = @_;
+	my ($stdout, $stderr);
+	my $ret = $node->psql($db, $sql, stdout => \$stdout, stderr => \$stderr,
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	return $ret == 0 ? "(no error; returned $stdout)" : $stderr;
+}
+
+# A PgBouncer in front of node's database db, in transaction pooling with
+# server_reset_query sent after every transaction (server_reset_query_always),
+# with pool_size server connections.  Returns a hash: connstr, host, port,
+# handle.  PgBouncer comes from Debian's package (/usr/sbin/pgbouncer).
+sub start_pgbouncer
+{
+	my ($node, %params) = @_;
+	my $db = $params{db} // 'postgres';
+	my ($binary) = grep { -x } map { "$_/pgbouncer" } (split(/:/, $ENV{PATH}), '/usr/sbin');
+	BAIL_OUT('pgbouncer is missing: apt-get install pgbouncer') unless $binary;
+
+	my $dir = PostgreSQL::Test::Utils::tempdir_short();
+	my $port = PostgreSQL::Test::Cluster::get_free_port();
+	my $user = $ENV{USER} // getpwuid($<);
+	open my $ini, '>', "$dir/pgbouncer.ini" or die "cannot write $dir/pgbouncer.ini: $!";
+	print $ini join("\n",
+		'[databases]',
+		"$db = host=" . $node->host . ' port=' . $node->port . " dbname=$db user=$user",
+		'[pgbouncer]',
+		"unix_socket_dir = $dir",
+		"listen_port = $port",
+		'auth_type = any',
+		'pool_mode = ' . ($params{pool_mode} // 'transaction'),
+		'default_pool_size = ' . ($params{pool_size} // 4),
+		'max_client_conn = 200',
+		'server_reset_query = ' . ($params{reset_query} // 'DISCARD ALL'),
+		'server_reset_query_always = 1',
+		'query_wait_timeout = 60',
+		"logfile = $dir/pgbouncer.log",
+		"pidfile = $dir/pgbouncer.pid",
+		'');
+	close $ini;
+	# Its output goes to a file: a pipe nobody reads would fill and stop it.
+	my $h = IPC::Run::start([ $binary, "$dir/pgbouncer.ini" ], '>', "$dir/pgbouncer.out", '2>&1');
+	my $bouncer = { host => $dir, port => $port, handle => $h, log => "$dir/pgbouncer.log",
+		connstr => "host=$dir port=$port dbname=$db" };
+	# Ready once it accepts a query.
+	for (1 .. 100)
+	{
+		my $ok = IPC::Run::run([ 'psql', '-X', '-Atc', 'SELECT 1', '-d', $bouncer->{connstr} ],
+			'>', \my $o, '2>', \my $e);
+		return $bouncer if $ok && $o =~ /^1/;
+		select(undef, undef, undef, 0.1);
+	}
+	die "pgbouncer did not start: " . slurp_file("$dir/pgbouncer.out");
+}
+
+sub stop_pgbouncer
+{
+	my ($bouncer) = @_;
+	$bouncer->{handle}->signal('TERM');
+	$bouncer->{handle}->finish;
+}
+
+# A started streaming standby of primary (initialised with allows_streaming),
+# from a new base backup; it has the primary's postgresql.conf.
+sub new_streaming_standby
+{
+	my ($primary, $name) = @_;
+	$primary->backup("base_for_$name");
+	my $standby = PostgreSQL::Test::Cluster->new($name);
+	$standby->init_from_backup($primary, "base_for_$name", has_streaming => 1);
+	$standby->start;
+	return $standby;
 }
 
 # The registry as "id|status|pid|last_time" lines, for messages.
@@ -100,6 +285,14 @@ sub kill_and_wait_for_restart
 # A server clock moved by libfaketime: start_with_fake_clock starts a node
 # under it, set_fake_clock moves it ('+0', '-30', '+3600': seconds from the
 # real time), at once, for every process of that node.
+#
+# Except, on PostgreSQL 15, processes the postmaster forks in its signal
+# handlers, as it does background workers (a uidgen keeper): the handler
+# runs while the postmaster waits in select(), which libfaketime 0.9.10
+# calls with faking turned off, and a child forked there keeps it off for
+# good.  Such a process reads the real clock.  So a test that needs the
+# keeper on the same clock as the backends moves the clock only while the
+# keeper it has runs, and has it right ('+0') whenever a keeper may start.
 my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 my $clock_file;
 
