@@ -53,8 +53,9 @@ sub scope_conf
 		($params{preload} // 1) ? "shared_preload_libraries = 'uidgen'" : ());
 }
 
-# Restarts node with another uidgen.scope (a postmaster setting); stop_mode
-# 'immediate' makes it a crash.  The library stays preloaded.
+# Restarts node with another uidgen.scope, so that every session has it (a
+# reload switches new sessions only); stop_mode 'immediate' makes it a
+# crash.  The library stays preloaded.
 sub set_scope
 {
 	my ($node, $scope, %params) = @_;
