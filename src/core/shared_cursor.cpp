@@ -14,6 +14,15 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free,
 std::optional<CursorChunk>
 take_chunk(std::atomic<uint64_t> &cursor, uint64_t min_word, uint64_t n)
 {
+	/*
+	 * Catching up to such a min_word would close the cursor for every taker
+	 * without close_cursor learning where it stood, and leave the word so
+	 * near 2^64 that the fetch-adds of a few refused takes would wrap it
+	 * round to words already handed out.
+	 */
+	if (min_word >= cursor_closed_bit)
+		return std::nullopt;
+
 	uint64_t seen = cursor.load(std::memory_order_relaxed);
 
 	/* A failed exchange reloads seen; a closed word is never below min_word. */

@@ -46,7 +46,15 @@ class CursorWords
 public:
 	explicit CursorWords(const Layout &layout) : layout_(layout) {}
 
-	uint64_t first_of(int64_t delta) const { return static_cast<uint64_t>(delta) << layout_.seq_bits(); }
+	/*
+	 * A unit before the epoch (a clock set back before it) asks for no word
+	 * in particular: word 0, not a negative delta's top bits, which would
+	 * read as a closed cursor.
+	 */
+	uint64_t first_of(int64_t delta) const
+	{
+		return delta < 0 ? 0 : static_cast<uint64_t>(delta) << layout_.seq_bits();
+	}
 	int64_t delta_of(uint64_t word) const { return static_cast<int64_t>(word >> layout_.seq_bits()); }
 	int64_t uid_of(uint64_t word, int64_t worker) const
 	{
@@ -61,8 +69,9 @@ private:
 
 /*
  * Takes n (>= 1) consecutive words at or after min_word; nullopt when the
- * cursor is closed.  Lock-free: one fetch-add, plus a compare-and-swap when
- * the word is behind min_word.
+ * cursor is closed, and when min_word is no word (at or above
+ * cursor_closed_bit), which leaves the cursor alone.  Lock-free: one
+ * fetch-add, plus a compare-and-swap when the word is behind min_word.
  */
 std::optional<CursorChunk> take_chunk(std::atomic<uint64_t> &cursor, uint64_t min_word, uint64_t n);
 

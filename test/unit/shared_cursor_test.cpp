@@ -178,6 +178,53 @@ TEST(SharedCursor, ClosedCursorHandsOutNothing)
 	EXPECT_EQ(close_cursor(cursor), std::nullopt);
 }
 
+TEST(SharedCursor, MinWordWithTheClosedBitLeavesTheCursorAlone)
+{
+	std::atomic<uint64_t> cursor{5000};
+
+	for (uint64_t min_word : {cursor_closed_bit, cursor_closed_bit + 5, ~uint64_t{0}})
+	{
+		EXPECT_FALSE(take_chunk(cursor, min_word, 1)) << min_word;
+		EXPECT_EQ(cursor.load(), 5000u);
+	}
+	/* Still open, and close still learns where it stood. */
+	auto c = take_chunk(cursor, 0, 2);
+	ASSERT_TRUE(c);
+	EXPECT_EQ(c->first, 5000u);
+	EXPECT_EQ(close_cursor(cursor), std::optional<uint64_t>(5002));
+}
+
+TEST(SharedCursor, ClockBeforeTheEpochNeverRepeatsAWord)
+{
+	/*
+	 * Backends have borrowed 10,000 words ahead of unit 1000 when one of
+	 * them reads a clock set back before the epoch.  Its min_word must not
+	 * close the cursor, nor (after the refused takes of the others wrap the
+	 * word round 2^64) hand out those words again.
+	 */
+	Layout l = Layout::default_layout();
+	CursorWords words(l);
+	std::atomic<uint64_t> cursor{0};
+	uint64_t high = 0;
+
+	EXPECT_EQ(words.first_of(-1), 0u);
+	EXPECT_EQ(words.first_of(INT64_MIN), 0u);
+	for (int i = 0; i < 10000; i++)
+		high = take_chunk(cursor, words.first_of(1000), 1).value().end;
+
+	auto before_epoch = take_chunk(cursor, words.first_of(-1), 1);
+	ASSERT_TRUE(before_epoch);
+	EXPECT_EQ(before_epoch->first, high);
+	for (int i = 0; i < 1000; i++)
+	{
+		auto c = take_chunk(cursor, words.first_of(1001), 1);
+
+		ASSERT_TRUE(c) << "take " << i;
+		ASSERT_GT(c->first, high) << "take " << i;
+	}
+	EXPECT_EQ(close_cursor(cursor), std::optional<uint64_t>(high + 1001));
+}
+
 /* ---- take_chunk and close_cursor under real concurrency ---------------- */
 
 TEST(SharedCursorConcurrent, UniqueAndIncreasingPerThread)
