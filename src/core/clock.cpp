@@ -11,6 +11,19 @@
 
 namespace uidgen {
 
+void
+wait_until_ms(Clock &clock, int64_t target_ms)
+{
+	for (;;)
+	{
+		int64_t remaining = target_ms - clock.now_ms();
+
+		if (remaining <= 0)
+			return;
+		clock.sleep_ms(remaining);
+	}
+}
+
 int64_t
 SystemClock::now_ms()
 {

@@ -29,6 +29,9 @@ public:
 	virtual void sleep_ms(int64_t ms) = 0;
 };
 
+/* Sleeps on clock until it reads target_ms or later; whatever sleep_ms throws passes through. */
+void wait_until_ms(Clock &clock, int64_t target_ms);
+
 /* CLOCK_REALTIME (a vDSO call on Linux) and nanosleep. */
 class SystemClock : public Clock
 {

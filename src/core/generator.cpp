@@ -46,19 +46,6 @@ throw_time_exhausted(const Layout &layout)
 				"(more time bits or a later epoch) in a new database.");
 }
 
-void
-Generator::wait_until_ms(Clock &clock, int64_t target_ms) const
-{
-	for (;;)
-	{
-		int64_t remaining = target_ms - clock.now_ms();
-
-		if (remaining <= 0)
-			return;
-		clock.sleep_ms(remaining);
-	}
-}
-
 int64_t
 Generator::next_cached(Clock &clock, const GeneratorLimits &limits)
 {

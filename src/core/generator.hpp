@@ -77,7 +77,6 @@ public:
 	int64_t reserved_delta() const { return reserved_; }
 
 private:
-	void wait_until_ms(Clock &clock, int64_t target_ms) const;
 	/* Moves L to a later unit, once the reservation covers it. */
 	void start_unit(int64_t delta)
 	{

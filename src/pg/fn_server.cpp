@@ -48,19 +48,15 @@ snapshot_of_this_database()
 	if (g == nullptr)
 		return std::nullopt;
 
-	SpinLockAcquire(&g->mutex);
-	bool ready = g->stage == KeeperStage::Ready;
-	int time_bits = g->time_bits, worker_bits = g->worker_bits, seq_bits = g->seq_bits, unit = g->unit;
-	int64_t epoch_ms = g->epoch_ms;
-	GeneratorFigures s{g->worker, g->keeper_pid, g->started_at_ms, g->ids.load(), g->chunks.load(), g->dropped.load(),
-			   g->waits.load(), g->cursor.load(), g->reserved_until.load(), g->private_count,
-			   Layout::default_layout()};
-	SpinLockRelease(&g->mutex);
+	std::optional<GeneratorFigures> figures;
 
-	if (!ready)
-		return std::nullopt;
-	s.layout = Layout(time_bits, worker_bits, seq_bits, epoch_ms, static_cast<TimeUnit>(unit));
-	return s;
+	SpinLockAcquire(&g->mutex);
+	if (g->stage == KeeperStage::Ready)
+		figures = GeneratorFigures{g->worker, g->keeper_pid, g->started_at_ms, g->ids.load(), g->chunks.load(),
+								   g->dropped.load(), g->waits.load(), g->cursor.load(), g->reserved_until.load(),
+								   g->private_count, *g->layout};
+	SpinLockRelease(&g->mutex);
+	return figures;
 }
 
 /* How far the start of delta is ahead of now_ms, never below zero. */

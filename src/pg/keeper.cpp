@@ -83,12 +83,7 @@ publish(SharedGenerator *g, const Registration &r, int64_t reserved)
 	int64_t first = std::max(layout.delta_at(now_ms), r.claim.floor_delta + 1);
 
 	SpinLockAcquire(&g->mutex);
-	g->time_bits = layout.time_bits();
-	g->worker_bits = layout.worker_bits();
-	g->seq_bits = layout.seq_bits();
-	g->epoch_ms = layout.epoch_ms();
-	g->unit = static_cast<int>(layout.unit());
-	g->registry_relid = r.relid;
+	g->layout = layout;
 	g->worker = r.claim.worker;
 	g->started_at_ms = now_ms;
 	g->private_count = 0;
@@ -191,7 +186,8 @@ run_keeper(SharedGenerator *g)
 		SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 	});
 
-	in_transaction([g] {
+	int64_t covered = 0;
+	in_transaction([&covered] {
 		if (!OidIsValid(pg_call([] { return get_extension_oid("uidgen", true); })))
 			pg_call([] {
 				ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -211,13 +207,11 @@ run_keeper(SharedGenerator *g)
 		DatabaseReservation reservation(registration->layout);
 		int64_t now = registration->layout.delta_at(backend_clock().now_ms());
 		int64_t first = std::max(now, registration->claim.floor_delta + 1);
-		int64_t covered = reservation.extend(
+		covered = reservation.extend(
 			std::min(first + units_of_ms(registration->layout, raise_ahead_ms), registration->layout.max_delta()));
-
-		/* Committed (below) before publish(): the claim is durable before any ID. */
-		g->reserved_until.store(covered);
 	});
-	publish(g, *registration, g->reserved_until.load());
+	/* Committed above: the claim is durable before any ID is issued under it. */
+	publish(g, *registration, covered);
 
 	uint64_t ids_seen = g->ids.load();
 	int64_t last_activity_ms = backend_clock().now_ms();
@@ -392,13 +386,23 @@ uidgen_keeper_main(Datum main_arg)
 	if (state == nullptr || index < 0 || index >= max_shared_generators)
 		proc_exit(1);
 	g = &state->generators[index];
-	if (g->database != database)
+
+	/*
+	 * One keeper a slot: one launched so late that a backend gave it up and
+	 * launched another (server_generator.cpp) leaves if that one came first.
+	 */
+	bool taken;
+	SpinLockAcquire(&g->mutex);
+	taken = g->database == database && g->stage == KeeperStage::Starting && g->keeper_pid == 0;
+	if (taken)
+	{
+		g->keeper_pid = MyProcPid;
+		g->keeper_latch = MyLatch;
+	}
+	SpinLockRelease(&g->mutex);
+	if (!taken)
 		proc_exit(0);
 	kept = g;
-	SpinLockAcquire(&g->mutex);
-	g->keeper_pid = MyProcPid;
-	g->keeper_latch = MyLatch;
-	SpinLockRelease(&g->mutex);
 	/* Registered first, so it runs last: even when connecting fails. */
 	before_shmem_exit(keeper_leave_slot, 0);
 

@@ -22,7 +22,7 @@ extern "C" {
 }
 
 #include <algorithm>
-#include <string>
+#include <cstring>
 
 extern "C" {
 static void uidgen_give_back_at_exit(int code, Datum arg);
@@ -31,6 +31,16 @@ static void uidgen_give_back_at_exit(int code, Datum arg);
 namespace uidgen::pg {
 
 namespace {
+
+/*
+ * The size a chunk may grow to: uidgen.max_chunk, and never more than an
+ * eighth of what the cursor gives the whole database a unit.
+ */
+int64_t
+max_chunk_size(int seq_bits)
+{
+	return std::max<int64_t>(1, std::min<int64_t>(max_chunk_setting, (int64_t{1} << seq_bits) / 8));
+}
 
 /* How long a backend waits for a keeper to start, or to raise the reservation. */
 constexpr int64_t keeper_wait_ms = 10000;
@@ -101,6 +111,7 @@ struct ServerState
 	std::optional<Source> source;
 	/* The last unit this backend may have issued: a new source starts after it, so IDs keep increasing. */
 	int64_t last_delta = Generator::no_floor;
+	bool give_back_at_exit_registered = false;
 };
 
 ServerState server;
@@ -119,12 +130,21 @@ now_delta(const Layout &layout)
 	return layout.delta_at(backend_clock().now_ms());
 }
 
+/* Raises the error the keeper recorded; copied out first, since nothing may allocate under a spinlock. */
 [[noreturn]] void
-raise_keeper_failure(int code, const std::string &message, const std::string &hint)
+raise_keeper_failure(SharedGenerator *g)
 {
-	pg_call([&] {
-		ereport(ERROR, (errcode(code), errmsg_internal("%s", message.c_str()),
-						hint.empty() ? 0 : errhint("%s", hint.c_str()),
+	int code;
+	char message[sizeof(g->error_message)];
+	char hint[sizeof(g->error_hint)];
+
+	SpinLockAcquire(&g->mutex);
+	code = g->error_code;
+	memcpy(message, g->error_message, sizeof(message));
+	memcpy(hint, g->error_hint, sizeof(hint));
+	SpinLockRelease(&g->mutex);
+	pg_call([code, &message, &hint] {
+		ereport(ERROR, (errcode(code), errmsg_internal("%s", message), hint[0] ? errhint("%s", hint) : 0,
 						errcontext("uidgen keeper of database \"%s\"", get_database_name(MyDatabaseId))));
 	});
 	pg_unreachable();
@@ -185,6 +205,22 @@ attach_generator()
 }
 
 /*
+ * A keeper launched long ago that never showed up (the postmaster could not
+ * fork it, or it died before it could say so) would leave the slot Starting
+ * for good: the next backend launches another.  One that showed up always
+ * leaves the slot when it exits.
+ */
+void
+forget_lost_launch(SharedGenerator *g)
+{
+	SpinLockAcquire(&g->mutex);
+	if (g->stage == KeeperStage::Starting && g->keeper_pid == 0 &&
+		backend_clock().now_ms() - g->keeper_launched_at_ms >= keeper_wait_ms)
+		g->stage = KeeperStage::Idle;
+	SpinLockRelease(&g->mutex);
+}
+
+/*
  * Waits until the database's keeper is ready, starting one if there is
  * none, and takes its generation as this backend's source.
  */
@@ -203,7 +239,10 @@ start_source()
 		bool launch = stage == KeeperStage::Idle || (stage == KeeperStage::Failed && !waited_for_start);
 
 		if (launch)
+		{
 			g->stage = KeeperStage::Starting;
+			g->keeper_launched_at_ms = backend_clock().now_ms();
+		}
 		SpinLockRelease(&g->mutex);
 
 		if (launch)
@@ -227,29 +266,23 @@ start_source()
 		if (stage == KeeperStage::Ready)
 			break;
 		if (stage == KeeperStage::Failed)
-		{
-			SpinLockAcquire(&g->mutex);
-			int code = g->error_code;
-			std::string message = g->error_message;
-			std::string hint = g->error_hint;
-			SpinLockRelease(&g->mutex);
-			raise_keeper_failure(code, message, hint);
-		}
+			raise_keeper_failure(g);
 		waited_for_start = true;
 		if (backend_clock().now_ms() >= deadline)
+		{
+			forget_lost_launch(g);
 			raise_keeper_timeout("start");
+		}
 		sleep_on(g, std::min<int64_t>(deadline - backend_clock().now_ms(), 1000) + 1);
 	}
 
 	SpinLockAcquire(&g->mutex);
 	uint32_t generation = g->generation.load();
-	int time_bits = g->time_bits, worker_bits = g->worker_bits, seq_bits = g->seq_bits;
-	int64_t epoch_ms = g->epoch_ms, worker = g->worker;
-	TimeUnit unit = static_cast<TimeUnit>(g->unit);
+	Layout layout = *g->layout;
+	int64_t worker = g->worker;
 	SpinLockRelease(&g->mutex);
 
-	server.source.emplace(g, generation, Layout(time_bits, worker_bits, seq_bits, epoch_ms, unit), worker,
-						  server.last_delta);
+	server.source.emplace(g, generation, layout, worker, server.last_delta);
 }
 
 /* Waits until the reservation covers delta; false when the source ended meanwhile. */
@@ -261,7 +294,7 @@ wait_for_reservation(Source &source, int64_t delta)
 
 	while (delta > g->reserved_until.load())
 	{
-		if (g->generation.load() != source.generation || g->stage != KeeperStage::Ready)
+		if (g->generation.load() != source.generation || stage_of(g) != KeeperStage::Ready)
 			return false;
 		g->waits.fetch_add(1, std::memory_order_relaxed);
 		int64_t wanted = g->wanted_until.load();
@@ -308,8 +341,7 @@ refill(Source &source)
 	if (start && *start - max_borrow_ms > backend_clock().now_ms())
 	{
 		g->waits.fetch_add(1, std::memory_order_relaxed);
-		while (*start - max_borrow_ms > backend_clock().now_ms())
-			backend_clock().sleep_ms(*start - max_borrow_ms - backend_clock().now_ms());
+		wait_until_ms(backend_clock(), *start - max_borrow_ms);
 	}
 
 	bool outran = size == source.cache.max_size() && last > now + 1;
@@ -386,11 +418,10 @@ try_to_borrow(Source &source)
 		return;
 	}
 
-	static bool exit_callback_registered = false;
-	if (!exit_callback_registered)
+	if (!server.give_back_at_exit_registered)
 	{
 		pg_call([] { before_shmem_exit(uidgen_give_back_at_exit, 0); });
-		exit_callback_registered = true;
+		server.give_back_at_exit_registered = true;
 	}
 	/* Above the cached chunk, which is dropped: this backend's IDs keep increasing. */
 	uint64_t dropped = source.cache.clear();
@@ -444,8 +475,8 @@ next_from_new_chunk()
 
 		if (source.borrowed)
 		{
-			if (std::optional<int64_t> uid = next_from_borrowed(source))
-				return *uid;
+			if (std::optional<int64_t> borrowed_uid = next_from_borrowed(source))
+				return *borrowed_uid;
 			continue;
 		}
 		if (!refill(source))
@@ -466,12 +497,6 @@ next_from_new_chunk()
 }
 
 } // namespace
-
-int64_t
-max_chunk_size(int seq_bits)
-{
-	return std::max<int64_t>(1, std::min<int64_t>(max_chunk_setting, (int64_t{1} << seq_bits) / 8));
-}
 
 int64_t
 next_server_uid()

@@ -25,10 +25,4 @@ std::optional<int64_t> server_worker();
 /* At exit: a worker borrowed from the keeper goes back, with the last unit issued under it. */
 void give_back_at_exit_if_borrowed();
 
-/*
- * The size a chunk may grow to: uidgen.max_chunk, and never more than an
- * eighth of what the cursor gives the whole database a unit.
- */
-int64_t max_chunk_size(int seq_bits);
-
 } // namespace uidgen::pg

@@ -20,8 +20,12 @@
  */
 #pragma once
 
+#include "core/layout.hpp"
+
 #include <atomic>
 #include <cstdint>
+#include <optional>
+#include <type_traits>
 
 extern "C" {
 #include "postgres.h"
@@ -65,15 +69,11 @@ struct SharedGenerator
 	Latch *keeper_latch;	/* set while a keeper lives */
 	ConditionVariable changed;	/* stage, generation or reserved_until moved */
 
-	/* Published with stage Ready. */
-	int time_bits;
-	int worker_bits;
-	int seq_bits;
-	int64_t epoch_ms;
-	int unit;				/* a TimeUnit */
-	Oid registry_relid;
+	/* Published with stage Ready; Layout is trivially copyable, so it may live here. */
+	std::optional<Layout> layout;
 	int64_t worker;
 	int64_t started_at_ms;
+	int64_t keeper_launched_at_ms;	/* when a backend last set stage Starting */
 
 	/* Failed: the keeper's error, to be raised in the backends that wait for it. */
 	int error_code;
@@ -95,6 +95,18 @@ struct SharedGenerator
 	std::atomic<uint64_t> dropped;
 	std::atomic<uint64_t> waits;
 };
+
+static_assert(std::is_trivially_copyable_v<Layout>, "a Layout is copied in and out of shared memory");
+
+/* The keeper's stage, read under the mutex. */
+inline KeeperStage
+stage_of(SharedGenerator *generator)
+{
+	SpinLockAcquire(&generator->mutex);
+	KeeperStage stage = generator->stage;
+	SpinLockRelease(&generator->mutex);
+	return stage;
+}
 
 struct SharedState
 {
