@@ -21,7 +21,8 @@ use Exporter 'import';
 our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	set_fake_clock start_with_fake_clock kill_and_wait_for_restart
 	scope_conf set_scope server_generator start_sql_loop finish_sql_loops
-	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer);
+	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
+	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids);
 
 # A started node with uidgen created in database postgres.  Extra lines go
 # to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock;
@@ -316,6 +317,105 @@ sub start_with_fake_clock
 	local $ENV{FAKETIME_NO_CACHE} = '1';
 	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
 	$node->start;
+}
+
+# ---- one ID space across servers (uidgen.registry) ------------------------
+
+# A started node whose database "registry" holds the extension and the
+# fleet's registry, with a short lease (lease_ttl, default 10s) so that tests
+# can outlive it.  It is a member of itself unless member => 0.
+sub new_registry_node
+{
+	my ($name, %params) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+
+	$node->init(%{ $params{init} // {} });
+	$node->append_conf('postgresql.conf', join("\n",
+		"max_connections = 60",
+		"max_prepared_transactions = 10",
+		"log_min_messages = warning",
+		"shared_preload_libraries = 'uidgen'",
+		@{ $params{conf} // [] }) . "\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE DATABASE registry');
+	$node->safe_psql('registry', 'CREATE EXTENSION uidgen');
+	$node->safe_psql('registry', "SELECT uid_registry_configure(lease_ttl => '" . ($params{lease_ttl} // '10s') . "'"
+		. ($params{max_borrow} ? ", max_borrow => '$params{max_borrow}'" : '') . ")");
+	$node->safe_psql('postgres', 'CREATE EXTENSION uidgen');
+	unless (defined $params{member} && !$params{member})
+	{
+		$node->append_conf('postgresql.conf', join("\n", registry_conf($node)) . "\n");
+		$node->reload;
+	}
+	return $node;
+}
+
+# postgresql.conf lines that make a server a member of registry_node's
+# registry (database db, default "registry").
+sub registry_conf
+{
+	my ($registry_node, %params) = @_;
+	my $connstr = $registry_node->connstr($params{db} // 'registry');
+	return ("shared_preload_libraries = 'uidgen'", "uidgen.registry = '$connstr'");
+}
+
+# A started member of registry_node's registry, with uidgen created in
+# database postgres; takes new_uidgen_node's parameters.
+sub new_member_node
+{
+	my ($name, $registry_node, %params) = @_;
+	my @conf = (registry_conf($registry_node), @{ $params{conf} // [] });
+	return new_uidgen_node($name, %params, conf => \@conf);
+}
+
+# uidgen.registry_status of node as a list of hashes (column => value).
+sub registry_status
+{
+	my ($node, $db) = @_;
+	my $rows = $node->safe_psql($db // 'postgres', q{
+		SELECT json_build_object('life', life, 'agent_status', agent_status, 'error', error, 'block', block,
+			'first_worker', first_worker, 'last_worker', last_worker, 'lease_left_ms', lease_left_ms,
+			'workers_granted', workers_granted)
+		  FROM uidgen.registry_status});
+	my @rows;
+	for my $row (split /\n/, $rows)
+	{
+		my %row;
+		while ($row =~ /"(\w+)"\s*:\s*("?)((?:[^"\\]|\\.)*?)\2\s*[,}]/g)
+		{
+			$row{$1} = $3;
+		}
+		push @rows, \%row;
+	}
+	return @rows;
+}
+
+# Waits until node's registry agent holds a block (it claims one in reserve
+# as soon as it can reach the registry).
+sub wait_for_registry
+{
+	my ($node, $db) = @_;
+	$node->poll_query_until($db // 'postgres',
+		q{SELECT count(*) > 0 FROM uidgen.registry_status WHERE block IS NOT NULL AND lease_left_ms > 0})
+	  or die 'the registry agent of ' . $node->name . ' holds no block: '
+	  . $node->safe_psql($db // 'postgres', 'SELECT agent_status, error FROM uidgen.registry_status');
+}
+
+# How many IDs occur more than once over all the given lists: each an array
+# ref of IDs, or a string of IDs one a line (what safe_psql returns).
+sub duplicate_ids
+{
+	my %seen;
+	my $duplicates = 0;
+	for my $list (@_)
+	{
+		for my $id (ref $list ? @$list : split /\n/, $list)
+		{
+			next if $id eq '';
+			$duplicates++ if $seen{$id}++ == 1;
+		}
+	}
+	return $duplicates;
 }
 
 1;
