@@ -22,7 +22,8 @@ our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	set_fake_clock start_with_fake_clock kill_and_wait_for_restart
 	scope_conf set_scope server_generator start_sql_loop finish_sql_loops
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
-	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids);
+	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
+	start_pgbench finish_pgbench poll_for);
 
 # A started node with uidgen created in database postgres.  Extra lines go
 # to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock;
@@ -317,6 +318,47 @@ sub start_with_fake_clock
 	local $ENV{FAKETIME_NO_CACHE} = '1';
 	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
 	$node->start;
+}
+
+# pgbench running one SQL script (given as text) on node's database
+# postgres, in the background, with pgbench's other options; for
+# finish_pgbench.
+sub start_pgbench
+{
+	my ($node, $sql, @options) = @_;
+	my $job = { out => '', err => '', what => $node->name . " @options" };
+	$job->{handle} = IPC::Run::start(
+		[ 'pgbench', '--no-vacuum', @options, '-f', '-', '-d', $node->connstr('postgres') ],
+		'<', \"$sql\n", '>', \$job->{out}, '2>', \$job->{err});
+	return $job;
+}
+
+# Waits for jobs of start_pgbench; a test each that it processed every
+# transaction it was given.
+sub finish_pgbench
+{
+	for my $job (@_)
+	{
+		$job->{handle}->finish;
+		like($job->{out}, qr{processed: (\d+)/\1\b}, "pgbench ($job->{what}) processed all its transactions")
+		  or diag($job->{out} . $job->{err});
+	}
+}
+
+# Like poll_query_until (database postgres, until the query returns t) but
+# for at most seconds: for conditions that a broken server would never
+# meet, so that the test fails in that time rather than the default 180 s.
+sub poll_for
+{
+	my ($node, $seconds, $sql) = @_;
+	my $deadline = time + $seconds;
+	while (time < $deadline)
+	{
+		my ($ret, $out) = $node->psql('postgres', $sql);
+		return 1 if $ret == 0 && $out eq 't';
+		select(undef, undef, undef, 0.2);
+	}
+	return 0;
 }
 
 # ---- one ID space across servers (uidgen.registry) ------------------------
