@@ -96,8 +96,35 @@ is($registry->safe_psql('registry', 'SELECT uid_origin(42) IS NULL'), 't', 'an I
 
 # ---- joining ---------------------------------------------------------------
 
-my $join = $registry->safe_psql('postgres', 'SELECT registry, join_floor > 0 FROM uidgen.membership');
-like($join, qr/dbname='?registry'?.*\|t$/, 'database postgres, which issued IDs before, joined above a floor');
+# A database that issued IDs on its own joins: its old workers are retired,
+# and its new workers start above every ID it issued before.
+my $late = new_uidgen_node('late', conf => [ "shared_preload_libraries = 'uidgen'" ]);
+$late->safe_psql('postgres', 'CREATE TABLE t (id bigint PRIMARY KEY DEFAULT uid_next(), joined bool DEFAULT false)');
+$late->safe_psql('postgres', 'INSERT INTO t SELECT FROM generate_series(1, 1000)');
+my $late_session = $late->background_psql('postgres');
+$late_session->query_safe('INSERT INTO t SELECT FROM generate_series(1, 10)');
+$late->append_conf('postgresql.conf', join("\n", registry_conf($registry)) . "\n");
+$late->reload;
+$late->poll_query_until('postgres', q{SELECT count(*) > 0 FROM uidgen.registry_status WHERE block IS NOT NULL})
+  or die 'the late member holds no block';
+$late->safe_psql('postgres', 'INSERT INTO t (joined) SELECT true FROM generate_series(1, 1000)');
+$late_session->query_safe('INSERT INTO t (joined) SELECT true FROM generate_series(1, 10)');
+$late_session->quit;
+like($late->safe_psql('postgres', 'SELECT registry FROM uidgen.membership'), qr/dbname='?registry/,
+	'a database that issued IDs before joins when the registry is set (a reload)');
+is($late->safe_psql('postgres', q{
+	SELECT (SELECT min(id) FROM t WHERE joined) > (SELECT max(id) FROM t WHERE NOT joined)
+	   AND (SELECT min(uid_timestamp(id)) FROM t WHERE joined)
+	       > (SELECT max(uid_timestamp(id)) FROM t WHERE NOT joined)}),
+	't', 'every ID after joining is above every ID from before, the running session\'s too');
+is($late->safe_psql('postgres', q{
+	SELECT count(*) FROM t n WHERE joined AND NOT EXISTS (
+	    SELECT FROM uidgen.registry_status s WHERE uid_worker_id(n.id) BETWEEN s.first_worker AND s.last_worker)}),
+	'0', 'and all of them come from the server\'s leased blocks');
+is($late->safe_psql('postgres', q{
+	SELECT bool_and(uid_timestamp(id) > (SELECT epoch + join_floor * interval '1 ms' FROM uidgen.config, uidgen.membership))
+	  FROM t WHERE joined}), 't', 'above the join floor');
+
 $second->safe_psql('postgres', 'CREATE DATABASE fresh');
 $second->safe_psql('fresh', 'CREATE EXTENSION uidgen; SELECT uid_next()');
 is($second->safe_psql('fresh', 'SELECT join_floor FROM uidgen.membership'), '-1',
