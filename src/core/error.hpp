@@ -21,6 +21,7 @@ enum class ErrorKind
 	TimeOutOfRange,		/* 22008 datetime_value_out_of_range */
 	LimitExceeded,		/* 54000 program_limit_exceeded */
 	NotInPrerequisiteState, /* 55000 object_not_in_prerequisite_state */
+	ConnectionFailure,	/* 08006 connection_failure: a lease from the registry ran out */
 };
 
 class Error : public std::runtime_error

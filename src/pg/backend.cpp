@@ -25,7 +25,10 @@
 #include "core/generator.hpp"
 
 #include "pg/catalog.hpp"
+#include "pg/fleet.hpp"
+#include "pg/fleet_claim.hpp"
 #include "pg/guard.hpp"
+#include "pg/leased_reservation.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/registry.hpp"
 #include "pg/reservation.hpp"
@@ -124,18 +127,23 @@ private:
 struct IssuingWorker
 {
 	/* A floor past the end of the layout's time leaves a generator that can only say so. */
-	IssuingWorker(Oid registry_relid, const Layout &layout, int64_t worker, int64_t floor_delta)
-		: registry_relid(registry_relid), reservation(layout),
+	IssuingWorker(Oid registry_relid, const Layout &layout, int64_t worker, int64_t floor_delta, bool leased)
+		: registry_relid(registry_relid), reservation(layout, worker, leased),
 		  generator(layout, worker, std::min(floor_delta, layout.max_delta()), reservation)
 	{
 	}
 	IssuingWorker(const IssuingWorker &) = delete;
 	IssuingWorker &operator=(const IssuingWorker &) = delete;
 
-	bool ready() const { return claim.written() && !locks_lost && !registry_may_have_changed; }
+	/* Also whether it is still the kind of worker uidgen.registry asks for, and its lease holds. */
+	bool ready() const
+	{
+		return claim.written() && !locks_lost && !registry_may_have_changed && !reservation.lost() &&
+			   reservation.leased() == registry_configured();
+	}
 
 	Oid registry_relid;				 /* uidgen.worker_node when it was claimed */
-	DatabaseReservation reservation; /* before generator, which refers to it */
+	LeasedReservation reservation;	 /* before generator, which refers to it */
 	Generator generator;
 	ClaimState claim;
 	bool locks_lost = false;		 /* a session lock could not be taken back */
@@ -190,7 +198,7 @@ register_worker()
 {
 	Registration r = claim_new_worker();
 
-	state.issuing.emplace(r.relid, r.layout, r.claim.worker, r.claim.floor_delta);
+	state.issuing.emplace(r.relid, r.layout, r.claim.worker, r.claim.floor_delta, r.leased);
 	state.issuing->claim.written_in(GetCurrentSubTransactionId());
 
 	if (!state.exit_callbacks_registered)
@@ -231,8 +239,9 @@ resume_after_lost_locks()
 		/* Copies: emplace() destroys the worker these come from before it builds the new one. */
 		Oid relid = issuing.registry_relid;
 		Layout layout = issuing.generator.layout();
+		bool leased = issuing.reservation.leased();
 
-		state.issuing.emplace(relid, layout, worker, floor);
+		state.issuing.emplace(relid, layout, worker, floor, leased);
 	}
 	else
 	{
@@ -268,6 +277,10 @@ prepare_to_issue()
 		else
 			state.issuing->registry_may_have_changed = false;
 	}
+	/* uidgen.registry was set or unset, or the worker's lease ran out: claim another. */
+	if (state.issuing && (state.issuing->reservation.lost() ||
+						  state.issuing->reservation.leased() != registry_configured()))
+		retire_issuing_worker();
 	if (state.issuing && state.issuing->locks_lost)
 	{
 		if (relock_worker(state.issuing->registry_relid, state.issuing->generator.worker_id()))
@@ -323,6 +336,11 @@ claim_new_worker()
 {
 	Registration r = with_spi(Rights::Owner, [] {
 		Oid relid = worker_node_relid();
+		bool leased = registry_configured();
+
+		/* Before the lock below: adopting the registry's layout locks uidgen.config exclusively. */
+		if (leased)
+			adopt_fleet_layout();
 
 		/* uid_configure takes an ExclusiveLock: the layout cannot change under a registration. */
 		LockRelationOid(config_relid(), RowShareLock);
@@ -334,9 +352,10 @@ claim_new_worker()
 			throw_time_exhausted(layout);
 
 		RegistryOrigin origin = registry_origin(config_origin);
-		Claim claim = claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
+		Claim claim = leased ? claim_fleet_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse)
+							 : claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
 		write_claim(claim.worker, origin.identity);
-		return Registration{relid, layout, claim};
+		return Registration{relid, layout, claim, leased};
 	});
 
 	start_issuing(r.relid, r.claim.worker);

@@ -38,6 +38,7 @@ struct Registration
 	Oid relid;		/* uidgen.worker_node */
 	Layout layout;
 	Claim claim;
+	bool leased;	/* from a block of the registry's (uidgen.registry) */
 };
 
 /* Claims a worker as a registering backend does; inside a transaction. */

@@ -8,6 +8,8 @@
 
 extern "C" {
 #include "postgres.h"
+
+#include "datatype/timestamp.h"
 }
 
 namespace uidgen::pg {
@@ -48,6 +50,14 @@ const Layout &decoding_layout();
  * null.
  */
 Layout read_layout(bool latest, char **origin = nullptr);
+
+/*
+ * Inside an SPI connection: whether a worker has ever registered (then the
+ * layout is fixed for good), and setting the layout (fn_admin.cpp; returns
+ * whether it can still change).
+ */
+bool layout_is_in_use();
+bool change_layout(const Layout &layout, TimestampTz epoch);
 
 /* Forgets cached OIDs and the layout; for uid_configure and invalidations. */
 void forget_catalog_cache();

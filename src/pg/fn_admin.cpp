@@ -38,17 +38,17 @@ extern "C" {
 using namespace uidgen;
 using namespace uidgen::pg;
 
-namespace {
-
 /* Whether a worker has ever registered: then the layout is fixed for good. */
 bool
-layout_is_in_use()
+uidgen::pg::layout_is_in_use()
 {
 	spi_run("SELECT (SELECT is_called FROM uidgen.worker_node_id_seq) "
 			"    OR EXISTS (SELECT FROM uidgen.worker_node)",
 			0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
 	return spi_bool(0, 0);
 }
+
+namespace {
 
 /* uidgen.layout_info for layout. */
 Datum
@@ -230,14 +230,12 @@ UIDGEN_FUNCTION(uid_layout)
 	return layout_info_datum(fcinfo, layout, configurable);
 }
 
-namespace {
-
 /*
  * Sets layout (whose epoch is epoch) unless it is the one in force, inside
  * an SPI connection; returns whether the layout can still change.
  */
 bool
-change_layout(const Layout &layout, TimestampTz epoch)
+uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch)
 {
 	/*
 	 * Registrations and the IMMUTABLE decoders take RowShareLock: none can
@@ -282,8 +280,6 @@ change_layout(const Layout &layout, TimestampTz epoch)
 	}
 	return !layout_is_in_use();
 }
-
-} // namespace
 
 /*
  * uid_configure(time_bits, worker_bits, seq_bits, epoch, unit) returns

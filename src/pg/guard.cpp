@@ -56,6 +56,8 @@ sqlstate_of(ErrorKind kind)
 			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
 		case ErrorKind::NotInPrerequisiteState:
 			return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
+		case ErrorKind::ConnectionFailure:
+			return ERRCODE_CONNECTION_FAILURE;
 	}
 	return ERRCODE_INTERNAL_ERROR;
 }

@@ -4,10 +4,12 @@
  */
 #include "pg/keeper.hpp"
 
+#include "core/error.hpp"
 #include "core/shared_cursor.hpp"
 
 #include "pg/backend.hpp"
 #include "pg/catalog.hpp"
+#include "pg/fleet.hpp"
 #include "pg/guard.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/reservation.hpp"
@@ -35,6 +37,7 @@ extern "C" {
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <string>
 
 namespace uidgen::pg {
 
@@ -96,6 +99,39 @@ publish(SharedGenerator *g, const Registration &r, int64_t reserved)
 	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
 }
 
+/*
+ * What may be published of covered: with a registry, no more than the
+ * leases of the keeper's workers cover (leased_reservation.hpp).  A lease
+ * that ran out ends the keeper; sessions start a new one, which claims
+ * workers from a block the server still holds.
+ */
+int64_t
+within_leases(SharedGenerator *g, const Layout &layout, int64_t covered)
+{
+	if (!registration->leased)
+		return covered;
+
+	int64_t workers[1 + max_private_workers];
+	int count = 0;
+
+	workers[count++] = registration->claim.worker;
+	SpinLockAcquire(&g->mutex);
+	for (int i = 0; i < g->private_count; i++)
+		workers[count++] = g->privates[i].worker;
+	SpinLockRelease(&g->mutex);
+
+	for (int i = 0; i < count; i++)
+	{
+		std::optional<int64_t> cap = lease_cap_delta(workers[i], layout);
+		if (!cap)
+			throw Error(ErrorKind::ConnectionFailure,
+						"the registry's lease of uidgen worker " + std::to_string(workers[i]) + " has run out",
+						"The server's registry agent could not renew it in time (see uidgen.registry_status).");
+		covered = std::min(covered, *cap);
+	}
+	return covered;
+}
+
 /* Keeps the reservation ahead of the cursor and of the clock. */
 void
 raise_reservation(SharedGenerator *g, const Layout &layout)
@@ -110,8 +146,10 @@ raise_reservation(SharedGenerator *g, const Layout &layout)
 		return;
 
 	DatabaseReservation reservation(layout);
-	int64_t covered = reservation.extend(std::min(needed, layout.max_delta()));
+	int64_t covered = within_leases(g, layout, reservation.extend(std::min(needed, layout.max_delta())));
 
+	if (covered <= g->reserved_until.load())
+		return;
 	g->reserved_until.store(covered);
 	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
 }
@@ -158,7 +196,7 @@ bool
 registry_unchanged(Oid relid)
 {
 	return pg_call([] { return OidIsValid(get_extension_oid("uidgen", true)); }) &&
-		   worker_node_relid() == relid;
+		   worker_node_relid() == relid && registration->leased == registry_configured();
 }
 
 void
@@ -187,7 +225,7 @@ run_keeper(SharedGenerator *g)
 	});
 
 	int64_t covered = 0;
-	in_transaction([&covered] {
+	in_transaction([g, &covered] {
 		if (!OidIsValid(pg_call([] { return get_extension_oid("uidgen", true); })))
 			pg_call([] {
 				ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -207,8 +245,9 @@ run_keeper(SharedGenerator *g)
 		DatabaseReservation reservation(registration->layout);
 		int64_t now = registration->layout.delta_at(backend_clock().now_ms());
 		int64_t first = std::max(now, registration->claim.floor_delta + 1);
-		covered = reservation.extend(
-			std::min(first + units_of_ms(registration->layout, raise_ahead_ms), registration->layout.max_delta()));
+		covered = within_leases(g, registration->layout,
+								reservation.extend(std::min(first + units_of_ms(registration->layout, raise_ahead_ms),
+															registration->layout.max_delta())));
 	});
 	/* Committed above: the claim is durable before any ID is issued under it. */
 	publish(g, *registration, covered);
@@ -230,7 +269,7 @@ run_keeper(SharedGenerator *g)
 		});
 		if (!unchanged)
 		{
-			ereport(LOG, (errmsg("uidgen keeper: the extension was dropped or replaced; leaving")));
+			ereport(LOG, (errmsg("uidgen keeper: the extension was dropped or replaced, or uidgen.registry changed; leaving")));
 			return;
 		}
 

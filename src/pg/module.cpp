@@ -4,10 +4,13 @@
  */
 #include "pg/guard.hpp"
 #include "pg/backend.hpp"
+#include "pg/fleet.hpp"
+#include "pg/registry_agent.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared_state.hpp"
 
 extern "C" {
+#include "libpq-fe.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 }
@@ -30,6 +33,7 @@ bool worker_reuse = true;
 int scope_setting = static_cast<int>(Scope::Backend);
 int keeper_idle_timeout_ms = 300 * 1000;
 int max_chunk_setting = 8;
+char *registry_setting = nullptr;
 
 namespace {
 
@@ -44,6 +48,30 @@ const struct config_enum_entry scope_options[] = {
 	{"server", static_cast<int>(Scope::Server), false},
 	{nullptr, 0, false},
 };
+
+/* A malformed connection string is refused where it is set, never met later by the agent. */
+bool
+check_registry(char **newval, void **, GucSource)
+{
+	char *error = nullptr;
+	PQconninfoOption *options;
+
+	if (*newval == nullptr || (*newval)[0] == '\0')
+		return true;
+	options = PQconninfoParse(*newval, &error);
+	if (options == nullptr)
+	{
+		GUC_check_errmsg("invalid uidgen.registry connection string");
+		if (error != nullptr)
+		{
+			GUC_check_errdetail("%s", error);
+			PQfreemem(error);
+		}
+		return false;
+	}
+	PQconninfoFree(options);
+	return true;
+}
 
 } // namespace
 
@@ -121,6 +149,19 @@ define_settings()
 							&max_chunk_setting, max_chunk_setting, 1, 4096, PGC_SIGHUP, 0, nullptr, nullptr,
 							nullptr);
 
+	/*
+	 * The registry is reached by one background worker per server, which
+	 * needs the library preloaded; the value may hold a password, so only
+	 * superusers see it (GUC_SUPERUSER_ONLY).
+	 */
+	DefineCustomStringVariable("uidgen.registry",
+							   gettext_noop("Connection string of the registry database that leases worker "
+											"ids to this server."),
+							   gettext_noop("Empty keeps IDs unique within each database only. Needs "
+											"shared_preload_libraries = 'uidgen'."),
+							   &registry_setting, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, check_registry, nullptr,
+							   nullptr);
+
 	MarkGUCPrefixReserved("uidgen");
 }
 
@@ -133,5 +174,9 @@ _PG_init(void)
 	uidgen::pg::register_backend_callbacks();
 	/* Preloaded, the server-wide generators live in the main shared memory (shared_state.hpp). */
 	if (process_shared_preload_libraries_in_progress)
+	{
 		uidgen::pg::request_shared_state();
+		uidgen::pg::request_fleet_state();
+		uidgen::pg::register_registry_agent();
+	}
 }

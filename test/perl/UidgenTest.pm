@@ -397,7 +397,7 @@ sub new_registry_node
 sub registry_conf
 {
 	my ($registry_node, %params) = @_;
-	my $connstr = $registry_node->connstr($params{db} // 'registry');
+	(my $connstr = $registry_node->connstr($params{db} // 'registry')) =~ s/'/''/g;
 	return ("shared_preload_libraries = 'uidgen'", "uidgen.registry = '$connstr'");
 }
 

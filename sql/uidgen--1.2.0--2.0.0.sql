@@ -1,0 +1,496 @@
+/* uidgen 1.2.0 to 2.0.0: one ID space across databases and servers. */
+
+\echo Use "ALTER EXTENSION uidgen UPDATE TO '2.0.0'" to load this file. \quit
+
+-- Every database with the extension can be a fleet's registry: the database
+-- that uidgen.registry names on the members.  It leases blocks of worker ids
+-- to server lives (one start of one postmaster) and keeps their history.
+-- These tables stay empty everywhere else.  (docs/design.md, "One ID space".)
+
+-- The fleet's rules beside the layout (uidgen.config of the registry).
+CREATE TABLE uidgen.registry_config (
+	singleton      boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+	lease_ttl      interval NOT NULL DEFAULT '10 min' CHECK (lease_ttl >= '1 s' AND lease_ttl <= '1 day'),
+	block_size     int NOT NULL DEFAULT 16 CHECK (block_size BETWEEN 1 AND 4096),
+	max_borrow     interval NOT NULL DEFAULT '10 s' CHECK (max_borrow >= '0' AND max_borrow <= '1 hour'),
+	max_clock_skew interval NOT NULL DEFAULT '1 s' CHECK (max_clock_skew >= '0' AND max_clock_skew <= '1 min')
+);
+COMMENT ON TABLE uidgen.registry_config
+	IS 'A registry''s rules for its members: lease TTL, block size, max_borrow, clock bound; see uid_registry_configure()';
+INSERT INTO uidgen.registry_config DEFAULT VALUES;
+
+-- Which server, database and start the registry's state was last seen on.
+-- Any change (a restart, a restore, a failover, a copy) may mean that state
+-- was lost: the registry then hands out nothing until quarantine_until.
+CREATE TABLE uidgen.registry_state (
+	singleton         boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+	system_identifier text,
+	database_oid      oid,
+	timeline          int,
+	server_started_at timestamptz,
+	quarantine_until  timestamptz
+);
+INSERT INTO uidgen.registry_state DEFAULT VALUES;
+
+-- One start of one postmaster: life is a random token drawn at startup and
+-- held only in memory, so that every copy and every restart is a new life.
+CREATE TABLE uidgen.server_life (
+	life              uuid PRIMARY KEY,
+	system_identifier text NOT NULL,
+	timeline          int NOT NULL,
+	host              text NOT NULL,
+	port              int NOT NULL,
+	databases         text[] NOT NULL DEFAULT '{}',
+	joined_at         timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	last_seen         timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE uidgen.server_life IS 'Server lives (postmaster starts) that leased worker blocks; for people';
+
+-- Block b holds worker ids (b - 1) * block_size + 1 to b * block_size.
+CREATE TABLE uidgen.worker_block (
+	block            bigint PRIMARY KEY CHECK (block >= 1),
+	first_worker     bigint NOT NULL,
+	last_worker      bigint NOT NULL,
+	life             uuid NOT NULL REFERENCES uidgen.server_life,
+	status           text NOT NULL CHECK (status IN ('leased', 'released')),
+	claimed_at       timestamptz NOT NULL,
+	lease_expires_at timestamptz NOT NULL,
+	released_at      timestamptz,
+	reusable_after   timestamptz NOT NULL
+);
+COMMENT ON TABLE uidgen.worker_block IS 'Worker id blocks and the server life leasing each';
+COMMENT ON COLUMN uidgen.worker_block.reusable_after
+	IS 'The lease''s end plus max_borrow and the clock bound: no ID of its holder is later';
+
+-- Every lease ever granted, for uid_origin(): a block's leases never share
+-- a time unit, since each starts above the last (floor_delta).
+CREATE TABLE uidgen.worker_block_lease (
+	block        bigint NOT NULL,
+	life         uuid NOT NULL,
+	first_worker bigint NOT NULL,
+	last_worker  bigint NOT NULL,
+	floor_delta  bigint NOT NULL,
+	claimed_at   timestamptz NOT NULL,
+	PRIMARY KEY (block, floor_delta, life)
+);
+
+-- Which database of a server life each of its workers went to.
+CREATE TABLE uidgen.worker_grant (
+	life       uuid NOT NULL,
+	worker     bigint NOT NULL,
+	database   name NOT NULL,
+	granted_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	PRIMARY KEY (life, worker)
+);
+
+-- A member database's joining: workers it claims from then on start above
+-- join_floor, which is above every ID it issued before it had a registry.
+CREATE TABLE uidgen.membership (
+	singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+	registry   text NOT NULL,
+	joined_at  timestamptz NOT NULL,
+	join_floor bigint NOT NULL
+);
+COMMENT ON TABLE uidgen.membership IS 'When this database joined its registry (uidgen.registry), and the floor of its workers since';
+
+REVOKE ALL ON uidgen.registry_config, uidgen.registry_state, uidgen.server_life, uidgen.worker_block,
+	uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership FROM PUBLIC;
+GRANT SELECT ON uidgen.registry_config, uidgen.registry_state, uidgen.server_life, uidgen.worker_block,
+	uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership TO PUBLIC;
+
+SELECT pg_catalog.pg_extension_config_dump('uidgen.registry_config', '');
+SELECT pg_catalog.pg_extension_config_dump('uidgen.registry_state', '');
+SELECT pg_catalog.pg_extension_config_dump('uidgen.server_life', '');
+SELECT pg_catalog.pg_extension_config_dump('uidgen.worker_block', '');
+SELECT pg_catalog.pg_extension_config_dump('uidgen.worker_block_lease', '');
+SELECT pg_catalog.pg_extension_config_dump('uidgen.worker_grant', '');
+SELECT pg_catalog.pg_extension_config_dump('uidgen.membership', '');
+
+-- pg_dump restores the rows that CREATE EXTENSION inserted already.
+CREATE FUNCTION uidgen.singleton_restore() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF TG_TABLE_NAME = 'registry_config' THEN
+		UPDATE uidgen.registry_config
+		   SET lease_ttl = NEW.lease_ttl, block_size = NEW.block_size, max_borrow = NEW.max_borrow,
+		       max_clock_skew = NEW.max_clock_skew
+		 WHERE singleton;
+	ELSE
+		UPDATE uidgen.registry_state
+		   SET system_identifier = NEW.system_identifier, database_oid = NEW.database_oid,
+		       timeline = NEW.timeline, server_started_at = NEW.server_started_at,
+		       quarantine_until = NEW.quarantine_until
+		 WHERE singleton;
+	END IF;
+	IF FOUND THEN
+		RETURN NULL;
+	END IF;
+	RETURN NEW;
+END
+$$;
+CREATE TRIGGER singleton_restore BEFORE INSERT ON uidgen.registry_config
+	FOR EACH ROW EXECUTE FUNCTION uidgen.singleton_restore();
+CREATE TRIGGER singleton_restore BEFORE INSERT ON uidgen.registry_state
+	FOR EACH ROW EXECUTE FUNCTION uidgen.singleton_restore();
+REVOKE EXECUTE ON FUNCTION uidgen.singleton_restore() FROM PUBLIC;
+
+-- ---- uidgen's tables do not take logical replication's rows ---------------
+
+-- A FOR ALL TABLES publication includes extension tables: a peer's workers
+-- and floors must never land over this database's own.  Rows applied by
+-- logical replication (session_replication_role = replica) are skipped; a
+-- replicated TRUNCATE is refused.  ENABLE ALWAYS: replica mode fires only
+-- such triggers.
+CREATE FUNCTION uidgen.skip_replicated_write() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF pg_catalog.current_setting('session_replication_role') <> 'replica' THEN
+		IF TG_OP = 'DELETE' THEN
+			RETURN OLD;
+		END IF;
+		RETURN NEW;
+	END IF;
+	IF TG_LEVEL = 'STATEMENT' THEN
+		RAISE EXCEPTION 'uidgen''s table %.% does not take replicated changes', TG_TABLE_SCHEMA, TG_TABLE_NAME
+			USING ERRCODE = 'feature_not_supported',
+			      HINT = 'Leave schema uidgen out of the publication.';
+	END IF;
+	RETURN NULL;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION uidgen.skip_replicated_write() FROM PUBLIC;
+
+DO $$
+DECLARE
+	t text;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['config', 'worker_node', 'registry_config', 'registry_state', 'server_life',
+	                         'worker_block', 'worker_block_lease', 'worker_grant', 'membership']
+	LOOP
+		EXECUTE format('CREATE TRIGGER skip_replicated_write BEFORE INSERT OR UPDATE OR DELETE ON uidgen.%I '
+		               'FOR EACH ROW EXECUTE FUNCTION uidgen.skip_replicated_write()', t);
+		EXECUTE format('ALTER TABLE uidgen.%I ENABLE ALWAYS TRIGGER skip_replicated_write', t);
+		EXECUTE format('CREATE TRIGGER skip_replicated_truncate BEFORE TRUNCATE ON uidgen.%I '
+		               'FOR EACH STATEMENT EXECUTE FUNCTION uidgen.skip_replicated_write()', t);
+		EXECUTE format('ALTER TABLE uidgen.%I ENABLE ALWAYS TRIGGER skip_replicated_truncate', t);
+	END LOOP;
+END
+$$;
+
+-- ---- the registry's side: what members call over libpq --------------------
+
+-- The layout and rules members adopt; refused on a standby.
+CREATE FUNCTION uidgen.registry_rules(
+	OUT time_bits int, OUT worker_bits int, OUT seq_bits int, OUT epoch_ms bigint, OUT unit_ms int,
+	OUT max_borrow_ms bigint, OUT lease_ttl_ms bigint, OUT block_size int, OUT max_clock_skew_ms bigint,
+	OUT clock_ms bigint)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF pg_is_in_recovery() THEN
+		RAISE EXCEPTION 'the uidgen registry database "%" is on a standby', current_database()
+			USING ERRCODE = 'read_only_sql_transaction';
+	END IF;
+	SELECT c.time_bits, c.worker_bits, c.seq_bits, (extract(epoch FROM c.epoch) * 1000)::bigint,
+	       CASE c.unit WHEN 'second' THEN 1000 ELSE 1 END,
+	       (extract(epoch FROM r.max_borrow) * 1000)::bigint, (extract(epoch FROM r.lease_ttl) * 1000)::bigint,
+	       r.block_size, (extract(epoch FROM r.max_clock_skew) * 1000)::bigint,
+	       (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+	  INTO time_bits, worker_bits, seq_bits, epoch_ms, unit_ms, max_borrow_ms, lease_ttl_ms, block_size,
+	       max_clock_skew_ms, clock_ms
+	  FROM uidgen.config c, uidgen.registry_config r;
+END
+$$;
+
+-- Notices a registry that may have lost state (it was restarted, restored,
+-- failed over or copied since it last handed something out) and then holds
+-- new claims back for a lease TTL plus max_borrow, while members re-assert
+-- what they hold.  Returns whether claims are held back, and until when.
+CREATE FUNCTION uidgen.registry_check_state(OUT quarantined boolean, OUT quarantine_until timestamptz)
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	st   uidgen.registry_state;
+	cfg  uidgen.registry_config;
+	sys  text := (SELECT c.system_identifier::text FROM pg_control_system() c);
+	db   oid := (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
+	born timestamptz := pg_postmaster_start_time();
+	tli  int;
+BEGIN
+	IF pg_is_in_recovery() THEN
+		RAISE EXCEPTION 'the uidgen registry database "%" is on a standby', current_database()
+			USING ERRCODE = 'read_only_sql_transaction';
+	END IF;
+	-- The WAL file name begins with the timeline WAL is written on now.
+	tli := ('x' || substr(pg_walfile_name(pg_current_wal_insert_lsn()), 1, 8))::bit(32)::int;
+	SELECT * INTO STRICT st FROM uidgen.registry_state FOR UPDATE;
+	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
+	IF st.system_identifier IS DISTINCT FROM sys OR st.database_oid IS DISTINCT FROM db
+	   OR st.timeline IS DISTINCT FROM tli OR st.server_started_at IS DISTINCT FROM born THEN
+		-- A registry that never leased anything has nothing to lose.
+		IF EXISTS (SELECT FROM uidgen.worker_block) THEN
+			st.quarantine_until := greatest(st.quarantine_until,
+			                                now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew);
+		END IF;
+		UPDATE uidgen.registry_state
+		   SET system_identifier = sys, database_oid = db, timeline = tli, server_started_at = born,
+		       quarantine_until = st.quarantine_until;
+	END IF;
+	quarantine_until := st.quarantine_until;
+	quarantined := coalesce(now() < st.quarantine_until, false);
+END
+$$;
+
+-- The unit (of the registry's layout) that contains ts, rounded up.
+CREATE FUNCTION uidgen.registry_delta(ts timestamptz) RETURNS bigint
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT ceil((extract(epoch FROM ts) - extract(epoch FROM c.epoch)) * 1000
+	            / CASE c.unit WHEN 'second' THEN 1000 ELSE 1 END)::bigint
+	  FROM uidgen.config c
+$$;
+
+CREATE FUNCTION uidgen.registry_touch_life(life uuid, system_identifier text, timeline int, host text, port int,
+                                           databases text[])
+RETURNS void
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+	INSERT INTO uidgen.server_life AS l (life, system_identifier, timeline, host, port, databases)
+	VALUES (life, system_identifier, timeline, host, port, databases)
+	ON CONFLICT (life) DO UPDATE
+	   SET timeline = excluded.timeline, last_seen = now(),
+	       databases = ARRAY(SELECT DISTINCT d FROM unnest(l.databases || excluded.databases) d ORDER BY 1)
+$$;
+
+-- Leases one block of worker ids to a server life: the oldest block whose
+-- last holder can issue nothing more, else a block never used.  Its workers
+-- start above floor_delta.  Committed before the member issues under it.
+CREATE FUNCTION uidgen.registry_claim(life uuid, system_identifier text, timeline int, host text, port int,
+                                      databases text[],
+                                      OUT block bigint, OUT first_worker bigint, OUT last_worker bigint,
+                                      OUT floor_delta bigint, OUT lease_ttl_ms bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	cfg   uidgen.registry_config;
+	state record := uidgen.registry_check_state();
+	top   bigint := (SELECT (1::bigint << c.worker_bits) - 1 FROM uidgen.config c);
+	spent uidgen.worker_block;
+BEGIN
+	IF state.quarantined THEN
+		RAISE EXCEPTION 'the uidgen registry hands out no worker block until %', state.quarantine_until
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'It was restarted, restored, failed over or copied, and may have lost leases: '
+			               'members re-assert theirs first.';
+	END IF;
+	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
+	-- Claims are rare: one at a time.
+	LOCK TABLE uidgen.worker_block IN EXCLUSIVE MODE;
+	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
+
+	SELECT * INTO spent FROM uidgen.worker_block b
+	 WHERE b.reusable_after < now() ORDER BY b.reusable_after, b.block LIMIT 1;
+	IF FOUND THEN
+		block := spent.block;
+		first_worker := spent.first_worker;
+		last_worker := spent.last_worker;
+		floor_delta := uidgen.registry_delta(spent.reusable_after);
+	ELSE
+		block := coalesce((SELECT max(b.block) FROM uidgen.worker_block b), 0) + 1;
+		first_worker := (block - 1) * cfg.block_size + 1;
+		last_worker := least(block * cfg.block_size, top);
+		floor_delta := -1;
+		IF first_worker > top THEN
+			RAISE EXCEPTION 'no uidgen worker block is left'
+				USING ERRCODE = 'program_limit_exceeded',
+				      DETAIL = format('All %s worker ids are leased, or were too recently.', top),
+				      HINT = 'Release the blocks of servers that are gone with uid_registry_release().';
+		END IF;
+	END IF;
+
+	INSERT INTO uidgen.worker_block AS b
+	       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after)
+	VALUES (block, first_worker, last_worker, life, 'leased', now(), now() + cfg.lease_ttl,
+	        now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew)
+	ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
+	   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
+	       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
+	       reusable_after = excluded.reusable_after;
+	INSERT INTO uidgen.worker_block_lease AS h (block, life, first_worker, last_worker, floor_delta, claimed_at)
+	VALUES (block, life, first_worker, last_worker, floor_delta, now());
+	lease_ttl_ms := (extract(epoch FROM cfg.lease_ttl) * 1000)::bigint;
+END
+$$;
+
+-- Renews the leases of blocks a server life holds; returns those it still
+-- holds.  While the registry holds claims back, a block its lost state does
+-- not show as this life's is re-asserted (floors as the member knows them).
+-- Records which database each new worker went to.
+CREATE FUNCTION uidgen.registry_renew(life uuid, system_identifier text, timeline int, host text, port int,
+                                      databases text[], blocks bigint[], floors bigint[],
+                                      grant_workers bigint[], grant_databases text[])
+RETURNS TABLE (block bigint, lease_ttl_ms bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	cfg   uidgen.registry_config;
+	state record := uidgen.registry_check_state();
+	top   bigint := (SELECT (1::bigint << c.worker_bits) - 1 FROM uidgen.config c);
+	i     int;
+	b     bigint;
+BEGIN
+	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
+	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
+	lease_ttl_ms := (extract(epoch FROM cfg.lease_ttl) * 1000)::bigint;
+	FOR i IN 1 .. coalesce(array_length(blocks, 1), 0) LOOP
+		b := blocks[i];
+		UPDATE uidgen.worker_block w
+		   SET lease_expires_at = now() + cfg.lease_ttl,
+		       reusable_after = now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew
+		 WHERE w.block = b AND w.life = registry_renew.life AND w.status = 'leased';
+		IF NOT FOUND AND state.quarantined THEN
+			LOCK TABLE uidgen.worker_block IN EXCLUSIVE MODE;
+			INSERT INTO uidgen.worker_block AS w
+			       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after)
+			VALUES (b, (b - 1) * cfg.block_size + 1, least(b * cfg.block_size, top), registry_renew.life, 'leased',
+			        now(), now() + cfg.lease_ttl, now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew)
+			ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
+			   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
+			       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
+			       reusable_after = greatest(w.reusable_after, excluded.reusable_after);
+			INSERT INTO uidgen.worker_block_lease (block, life, first_worker, last_worker, floor_delta, claimed_at)
+			VALUES (b, registry_renew.life, (b - 1) * cfg.block_size + 1, least(b * cfg.block_size, top),
+			        floors[i], now())
+			ON CONFLICT DO NOTHING;
+		ELSIF NOT FOUND THEN
+			CONTINUE;
+		END IF;
+		block := b;
+		RETURN NEXT;
+	END LOOP;
+	INSERT INTO uidgen.worker_grant AS g (life, worker, database)
+	SELECT registry_renew.life, w, d FROM unnest(grant_workers, grant_databases) AS u(w, d)
+	ON CONFLICT DO NOTHING;
+END
+$$;
+
+-- Members call only these; grant them to the role members connect as.
+REVOKE EXECUTE ON FUNCTION uidgen.registry_rules() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_check_state() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
+                                                 bigint[], text[]) FROM PUBLIC;
+
+-- ---- the registry's owner ---------------------------------------------------
+
+CREATE FUNCTION @extschema@.uid_registry_configure(lease_ttl interval DEFAULT NULL, block_size int DEFAULT NULL,
+                                                   max_borrow interval DEFAULT NULL,
+                                                   max_clock_skew interval DEFAULT NULL)
+RETURNS uidgen.registry_config
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	cfg uidgen.registry_config;
+BEGIN
+	SELECT * INTO STRICT cfg FROM uidgen.registry_config FOR UPDATE;
+	IF block_size IS DISTINCT FROM cfg.block_size AND block_size IS NOT NULL
+	   AND EXISTS (SELECT FROM uidgen.worker_block) THEN
+		RAISE EXCEPTION 'cannot change the block size of a registry that has leased blocks'
+			USING ERRCODE = 'object_not_in_prerequisite_state';
+	END IF;
+	UPDATE uidgen.registry_config c
+	   SET lease_ttl = coalesce(uid_registry_configure.lease_ttl, c.lease_ttl),
+	       block_size = coalesce(uid_registry_configure.block_size, c.block_size),
+	       max_borrow = coalesce(uid_registry_configure.max_borrow, c.max_borrow),
+	       max_clock_skew = coalesce(uid_registry_configure.max_clock_skew, c.max_clock_skew)
+	RETURNING * INTO cfg;
+	RETURN cfg;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval)
+	IS 'Sets this registry''s lease TTL, block size, max_borrow and clock bound';
+
+-- A server that is gone keeps its blocks until their leases end; releasing
+-- them stops renewals, so they return to the pool a lease TTL (plus
+-- max_borrow) after the last renewal, whether or not the server was gone.
+CREATE FUNCTION @extschema@.uid_registry_release(life uuid) RETURNS int
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+	WITH released AS (
+		UPDATE uidgen.worker_block b SET status = 'released', released_at = now()
+		 WHERE b.life = uid_registry_release.life AND b.status = 'leased'
+		RETURNING 1)
+	SELECT count(*)::int FROM released
+$$;
+COMMENT ON FUNCTION @extschema@.uid_registry_release(uuid)
+	IS 'Releases the worker blocks of a server life that is gone';
+
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_release(uuid) FROM PUBLIC;
+
+-- Server lives and their blocks, for people.
+CREATE VIEW uidgen.server_lives AS
+	SELECT l.life, l.system_identifier, l.timeline, l.host, l.port, l.databases, l.joined_at, l.last_seen,
+	       b.block, b.first_worker, b.last_worker, b.claimed_at, b.lease_expires_at, b.reusable_after,
+	       CASE WHEN b.status = 'released' THEN 'released'
+	            WHEN b.lease_expires_at < now() THEN 'expired'
+	            ELSE 'leased' END AS status
+	  FROM uidgen.server_life l
+	  LEFT JOIN uidgen.worker_block b ON b.life = l.life;
+COMMENT ON VIEW uidgen.server_lives IS 'At a registry: each server life and the worker blocks it leases';
+GRANT SELECT ON uidgen.server_lives TO PUBLIC;
+
+-- ---- a member's side ----------------------------------------------------------
+
+CREATE FUNCTION uidgen.registry_status_rows(
+	OUT life uuid, OUT registry text, OUT agent_status text, OUT error text, OUT block bigint,
+	OUT first_worker bigint, OUT last_worker bigint, OUT floor_delta bigint, OUT lease_left_ms bigint,
+	OUT workers_granted int)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'registry_status_rows'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE VIEW uidgen.registry_status AS
+	SELECT * FROM uidgen.registry_status_rows();
+COMMENT ON VIEW uidgen.registry_status
+	IS 'This server''s link to its registry (uidgen.registry): its life, its agent, the blocks it leases';
+REVOKE ALL ON uidgen.registry_status FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_status_rows() FROM PUBLIC;
+
+-- Where an ID of this server's current life came from, from shared memory.
+CREATE FUNCTION uidgen.local_origin(uid bigint,
+	OUT system_identifier text, OUT database text, OUT host text, OUT port int, OUT claimed_at timestamptz)
+AS 'MODULE_PATHNAME', 'uid_local_origin'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE TYPE uidgen.uid_origin AS (
+	system_identifier text,
+	database          text,
+	host              text,
+	port              int,
+	claimed_at        timestamptz
+);
+
+-- The server life and database that held the ID's worker at its time: at
+-- the registry from its history of leases, elsewhere for this server's
+-- current life; NULL when unknown (for example an ID issued before joining).
+CREATE FUNCTION @extschema@.uid_origin(uid bigint) RETURNS uidgen.uid_origin
+LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	uid_worker bigint := @extschema@.uid_worker_id(uid);
+	uid_delta  bigint := uidgen.registry_delta(@extschema@.uid_timestamp(uid));
+	result     uidgen.uid_origin;
+BEGIN
+	SELECT l.system_identifier, g.database, l.host, l.port, h.claimed_at
+	  INTO result
+	  FROM uidgen.worker_block_lease h
+	  JOIN uidgen.server_life l ON l.life = h.life
+	  LEFT JOIN uidgen.worker_grant g ON g.life = h.life AND g.worker = uid_worker
+	 WHERE uid_worker BETWEEN h.first_worker AND h.last_worker AND h.floor_delta < uid_delta
+	 ORDER BY h.floor_delta DESC, h.claimed_at DESC
+	 LIMIT 1;
+	IF FOUND THEN
+		RETURN result;
+	END IF;
+	SELECT o.* INTO result FROM uidgen.local_origin(uid) o;
+	IF result IS NULL OR result.system_identifier IS NULL THEN
+		RETURN NULL;
+	END IF;
+	RETURN result;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.uid_origin(bigint)
+	IS 'The server life and database whose worker issued the ID, NULL if unknown';

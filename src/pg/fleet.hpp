@@ -1,0 +1,150 @@
+/*
+ * fleet.hpp
+ *	  This server's share of a fleet's ID space: the worker blocks its
+ *	  registry agent leased for this server life, in shared memory.
+ *
+ * With uidgen.registry set, every worker a database of this server claims
+ * comes from a block leased to this server life (docs/design.md, "One ID
+ * space across databases and servers").  The agent (registry_agent.cpp)
+ * claims and renews the blocks over libpq; backends and keepers take
+ * workers out of them here and never talk to the registry themselves.
+ * Leases are kept on the monotonic clock: a worker may issue only time
+ * units its block's lease still covers (lease_cap_delta).
+ */
+#pragma once
+
+#include "core/layout.hpp"
+
+extern "C" {
+#include "postgres.h"
+
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "storage/spin.h"
+}
+
+#include <cstdint>
+#include <optional>
+
+namespace uidgen::pg {
+
+/* The libpq connection string of uidgen.registry; empty for none (defined in module.cpp). */
+extern char *registry_setting;
+
+inline bool
+registry_configured()
+{
+	return registry_setting != nullptr && registry_setting[0] != '\0';
+}
+
+enum class AgentStatus : int
+{
+	Off,		/* no registry set */
+	Connecting, /* set, not reached yet or reaching again */
+	Ready,		/* the last exchange with the registry succeeded */
+	Failed,		/* the last attempt failed: see error */
+};
+
+/* What the registry decides for the whole fleet, adopted by members. */
+struct FleetRules
+{
+	int time_bits;
+	int worker_bits;
+	int seq_bits;
+	int64_t epoch_ms;
+	int unit_ms;
+	int64_t max_borrow_ms;
+	int64_t lease_ttl_ms;
+	int block_size;
+	int64_t max_clock_skew_ms;
+
+	Layout layout() const;
+};
+
+constexpr int max_fleet_blocks = 64;
+constexpr int max_fleet_grants = 4096;
+constexpr int registry_text_size = 256;
+constexpr int error_text_size = 512;
+
+struct FleetBlock
+{
+	int64_t block;
+	int64_t first_worker;
+	int64_t last_worker;
+	int64_t floor_delta;		/* its workers start after this unit */
+	int64_t claimed_at_ms;		/* wall clock, for uid_origin() */
+	int64_t deadline_mono_ms;	/* the lease, on the monotonic clock */
+	int64_t next_worker;		/* the first not granted yet */
+};
+
+/* A worker of this server life's blocks, and the database it went to. */
+struct FleetGrant
+{
+	int64_t worker;
+	Oid database;
+	NameData database_name;
+	bool reported;				/* the registry knows (for uid_origin()) */
+};
+
+struct FleetState
+{
+	slock_t mutex;
+	ConditionVariable changed;	/* blocks or status changed */
+	Latch *agent_latch;
+	int agent_pid;
+	uint8 life[16];				/* this server life: drawn at startup, never on disk */
+	AgentStatus status;
+	int error_sqlstate;
+	char error[error_text_size];
+	char registry[registry_text_size]; /* the connection string without its password */
+	bool have_rules;
+	FleetRules rules;
+	int waiting;				/* registrations waiting for a block */
+	int nblocks;
+	FleetBlock blocks[max_fleet_blocks];
+	int ngrants;
+	FleetGrant grants[max_fleet_grants];
+};
+
+/* Reserves and attaches the shared memory; preloading only. */
+void request_fleet_state();
+/* nullptr unless uidgen is preloaded. */
+FleetState *fleet_state();
+
+/* Milliseconds of CLOCK_MONOTONIC, the same in every process of the machine. */
+int64_t monotonic_ms();
+
+/*
+ * A worker for database from this server life's blocks, with the unit it
+ * starts after; waits (interruptibly, at most timeout_ms) for the agent to
+ * lease a block when none has one left.  Errors with a class 08 SQLSTATE
+ * naming the registry when none can be had.  Not inside a spinlock.
+ */
+struct FleetWorker
+{
+	int64_t worker;
+	int64_t floor_delta;
+};
+FleetWorker take_fleet_worker(Oid database, const char *database_name, int timeout_ms);
+
+/* The workers granted to database in this server life (palloc'd), for reuse. */
+int64_t *granted_workers(Oid database, int *count);
+
+/*
+ * The last time unit (of layout) that worker may issue under its block's
+ * lease as it stands: the wall clock's share of what is left of the lease,
+ * plus max_borrow.  nullopt when no live lease of this server life covers
+ * worker.  Costs a spinlock: called when a reservation is extended, not per
+ * ID.
+ */
+std::optional<int64_t> lease_cap_delta(int64_t worker, const Layout &layout);
+
+/* The rules the agent fetched, or nullopt before it reached the registry. */
+std::optional<FleetRules> fleet_rules();
+
+/* Raises the agent's last error as a class 08 error that names the registry. */
+[[noreturn]] void report_fleet_failure(const char *what);
+
+void wake_agent();
+
+} // namespace uidgen::pg
