@@ -261,10 +261,12 @@ $$;
 -- Leases one block of worker ids to a server life: the oldest block whose
 -- last holder can issue nothing more, else a block never used.  Its workers
 -- start above floor_delta.  Committed before the member issues under it.
+-- While the registry holds claims back, returns only held_back_until.
 CREATE FUNCTION uidgen.registry_claim(life uuid, system_identifier text, timeline int, host text, port int,
                                       databases text[],
                                       OUT block bigint, OUT first_worker bigint, OUT last_worker bigint,
-                                      OUT floor_delta bigint, OUT lease_ttl_ms bigint)
+                                      OUT floor_delta bigint, OUT lease_ttl_ms bigint,
+                                      OUT held_back_until timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	cfg   uidgen.registry_config;
@@ -272,11 +274,10 @@ DECLARE
 	top   bigint := (SELECT (1::bigint << c.worker_bits) - 1 FROM uidgen.config c);
 	spent uidgen.worker_block;
 BEGIN
+	-- Not an error: what registry_check_state() noticed must commit.
 	IF state.quarantined THEN
-		RAISE EXCEPTION 'the uidgen registry hands out no worker block until %', state.quarantine_until
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-			      DETAIL = 'It was restarted, restored, failed over or copied, and may have lost leases: '
-			               'members re-assert theirs first.';
+		held_back_until := state.quarantine_until;
+		RETURN;
 	END IF;
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	-- Claims are rare: one at a time.

@@ -230,7 +230,11 @@ take_fleet_worker(Oid database, const char *database_name, int timeout_ms)
 
 		wake_agent();
 		int64_t left = waited_until - monotonic_ms();
-		if (left <= 0)
+		SpinLockAcquire(&state->mutex);
+		/* The agent could not reach the registry, or was refused: waiting would not help. */
+		bool failed = state->status == AgentStatus::Failed;
+		SpinLockRelease(&state->mutex);
+		if (left <= 0 || failed)
 		{
 			SpinLockAcquire(&state->mutex);
 			state->waiting--;
@@ -263,10 +267,16 @@ granted_workers(Oid database, int *count)
 	int64_t *workers = static_cast<int64_t *>(palloc(sizeof(int64_t) * max_fleet_grants));
 	int n = 0;
 
+	int64_t now_mono = monotonic_ms();
+
 	SpinLockAcquire(&state->mutex);
 	for (int i = 0; i < state->ngrants; i++)
 	{
-		if (state->grants[i].database == database)
+		const FleetBlock *b = block_of(state, state->grants[i].worker);
+
+		/* A worker of a block whose lease ended may be another server's now. */
+		if (state->grants[i].database == database && b != nullptr &&
+			b->deadline_mono_ms - now_mono >= least_lease_left_ms)
 			workers[n++] = state->grants[i].worker;
 	}
 	SpinLockRelease(&state->mutex);
@@ -279,23 +289,19 @@ lease_cap_delta(int64_t worker, const Layout &layout)
 {
 	FleetState *state = fleet_state();
 	int64_t deadline = 0;
-	int64_t max_borrow = 0;
 
 	if (state == nullptr)
 		return std::nullopt;
 	SpinLockAcquire(&state->mutex);
 	const FleetBlock *b = block_of(state, worker);
 	if (b != nullptr)
-	{
 		deadline = b->deadline_mono_ms;
-		max_borrow = state->rules.max_borrow_ms;
-	}
 	SpinLockRelease(&state->mutex);
 
 	int64_t left = deadline - monotonic_ms();
 	if (b == nullptr || left <= 0)
 		return std::nullopt;
-	return layout.delta_at(backend_clock().now_ms() + left + max_borrow);
+	return layout.delta_at(backend_clock().now_ms() + left);
 }
 
 std::optional<FleetRules>

@@ -127,15 +127,16 @@ struct FleetWorker
 };
 FleetWorker take_fleet_worker(Oid database, const char *database_name, int timeout_ms);
 
-/* The workers granted to database in this server life (palloc'd), for reuse. */
+/* The workers granted to database in this server life whose blocks it still leases (palloc'd), for reuse. */
 int64_t *granted_workers(Oid database, int *count);
 
 /*
  * The last time unit (of layout) that worker may issue under its block's
- * lease as it stands: the wall clock's share of what is left of the lease,
- * plus max_borrow.  nullopt when no live lease of this server life covers
- * worker.  Costs a spinlock: called when a reservation is extended, not per
- * ID.
+ * lease as it stands: now plus what is left of the lease, so that no ID is
+ * later than the lease (the registry adds max_borrow and the clock bound
+ * before it leases the block again).  nullopt when no live lease of this
+ * server life covers worker.  Costs a spinlock: called when a reservation
+ * is extended, not per ID.
  */
 std::optional<int64_t> lease_cap_delta(int64_t worker, const Layout &layout);
 

@@ -54,8 +54,8 @@ PGconn *conn = nullptr;
 char *connected_to = nullptr;
 
 /*
- * Leases are renewed once a third of their TTL has passed, so that an
- * outage of two thirds of a TTL changes nothing.
+ * Leases are renewed once a sixth of their TTL has passed, so that an
+ * outage of five sixths of a TTL changes nothing.
  */
 bool
 renewal_due(const FleetState *state, int64_t now_mono)
@@ -64,7 +64,7 @@ renewal_due(const FleetState *state, int64_t now_mono)
 
 	for (int i = 0; i < state->nblocks; i++)
 	{
-		if (state->blocks[i].deadline_mono_ms - now_mono < ttl * 2 / 3)
+		if (state->blocks[i].deadline_mono_ms - now_mono < ttl * 5 / 6)
 			return true;
 	}
 	for (int i = 0; i < state->ngrants; i++)
@@ -435,12 +435,24 @@ claim_block(FleetState *state)
 	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("leasing a block of worker ids",
-					   "SELECT block, first_worker, last_worker, floor_delta, lease_ttl_ms "
+					   "SELECT block, first_worker, last_worker, floor_delta, lease_ttl_ms, held_back_until "
 					   "FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
 					   6, params);
 
 	if (r == nullptr)
 		return false;
+	if (PQgetisnull(r, 0, 0))
+	{
+		char message[error_text_size];
+
+		snprintf(message, sizeof(message),
+				 "the uidgen registry hands out no worker block until %s: it was restarted, restored or failed "
+				 "over, and may have lost leases, which their holders re-assert first",
+				 PQgetvalue(r, 0, 5));
+		PQclear(r);
+		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
+		return false;
+	}
 
 	FleetBlock b{};
 	b.block = field_int64(r, 0, 0);
@@ -464,15 +476,15 @@ claim_block(FleetState *state)
 void
 work(FleetState *state)
 {
+	int64_t now = monotonic_ms();
+
+	drop_expired_blocks(state, now);
 	if (conn != nullptr && PQstatus(conn) != CONNECTION_OK)
 		disconnect();
 	if (conn == nullptr && !connect_to_registry())
 		return;
 	if (!fetch_rules())
 		return;
-
-	int64_t now = monotonic_ms();
-	drop_expired_blocks(state, now);
 
 	SpinLockAcquire(&state->mutex);
 	bool due = renewal_due(state, now);

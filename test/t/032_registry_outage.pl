@@ -1,0 +1,152 @@
+# The registry stopped for less and for more than the lease TTL, and
+# restored from an old backup.  Within the TTL nothing changes: members
+# issue from their blocks, new sessions from the block kept in reserve.
+# Past it, members stop issuing (class 08) and resume once the registry is
+# back.  A registry that may have lost state (any restart, a restore) leases
+# nothing new for a TTL plus max_borrow while members re-assert their
+# blocks, so a restored registry never leases a block twice.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time sleep);
+use UidgenTest;
+
+my $ttl = 10;
+my $registry = new_registry_node('registry', member => 0, lease_ttl => "${ttl}s", init => { allows_streaming => 1 });
+my $old_backup_taken = 0;
+
+my $m1 = new_member_node('m1', $registry);
+my $m2 = new_member_node('m2', $registry, scope => 'server');
+for my $m ($m1, $m2)
+{
+	wait_for_registry($m);
+	$m->safe_psql('postgres', 'CREATE TABLE t (id bigint PRIMARY KEY DEFAULT uid_next(), phase int)');
+}
+
+# Rows of phase from n new sessions of node: returns how many failed, and the first error.
+sub insert_sessions
+{
+	my ($node, $phase, $n) = @_;
+	my ($failed, $error) = (0, '');
+	for (1 .. $n)
+	{
+		my ($ret, $out, $err) = $node->psql('postgres', "INSERT INTO t (phase) SELECT $phase FROM generate_series(1, 500)",
+			extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+		if ($ret != 0)
+		{
+			$failed++;
+			$error ||= $err;
+		}
+	}
+	return ($failed, $error);
+}
+
+insert_sessions($_, 1, 4) for ($m1, $m2);
+
+# An old backup of the registry: it knows of the blocks leased so far only.
+$registry->backup('old');
+
+# Leases granted after the backup: a third member.
+my $m3 = new_member_node('m3', $registry);
+wait_for_registry($m3);
+$m3->safe_psql('postgres', 'CREATE TABLE t (id bigint PRIMARY KEY DEFAULT uid_next(), phase int)');
+insert_sessions($m3, 1, 4);
+my $m3_blocks = $m3->safe_psql('postgres', q{SELECT string_agg(block::text, ',' ORDER BY block) FROM uidgen.registry_status});
+note("m3 leases blocks $m3_blocks, which the old backup does not know of");
+
+# ---- stopped for less than the TTL ----------------------------------------
+
+# A session that keeps issuing through the outage.
+my $long = $m1->background_psql('postgres');
+$long->query_safe('INSERT INTO t (phase) SELECT 2 FROM generate_series(1, 100)');
+$registry->stop('fast');
+my $stopped_at = time;
+my ($failed, $error) = insert_sessions($m1, 2, 3);
+is($failed, 0, 'registry down: new sessions of a member issue from its blocks') or diag($error);
+($failed, $error) = insert_sessions($m2, 2, 3);
+is($failed, 0, 'and so do those of a server-scope member') or diag($error);
+$long->query_safe('INSERT INTO t (phase) SELECT 2 FROM generate_series(1, 100)');
+sleep(4 - (time - $stopped_at)) if time - $stopped_at < 4;
+($failed, $error) = insert_sessions($m1, 2, 2);
+is($failed, 0, 'still after 4 s, within the 10 s lease') or diag($error);
+$registry->start;
+$m1->poll_query_until('postgres', q{SELECT bool_and(agent_status = 'ready') FROM uidgen.registry_status})
+  or die 'm1 did not reach the registry again';
+($failed, $error) = insert_sessions($_, 3, 2) for ($m1, $m2);
+is($failed, 0, 'the registry back: nothing changed') or diag($error);
+$long->query_safe('INSERT INTO t (phase) SELECT 3 FROM generate_series(1, 100)');
+$long->quit;
+pass('a session kept issuing through the outage, under the same worker');
+
+# ---- stopped for more than the TTL ----------------------------------------
+
+$registry->stop('fast');
+$stopped_at = time;
+sleep($ttl + 2);
+($failed, $error) = insert_sessions($m1, 4, 1);
+is($failed, 1, 'registry down past the TTL: a member issues nothing');
+like($error, qr/ERROR:  08\d\d\d: /, "with a class 08 error ($error)");
+like($error, qr/registry/, 'naming the registry');
+($failed, $error) = insert_sessions($m2, 4, 1);
+is($failed, 1, 'nor does a server-scope member');
+is($m1->safe_psql('postgres', 'SELECT count(*) FROM t WHERE phase = 4'), '0', 'no row of phase 4 on m1');
+
+$registry->start;
+# Its restart may mean lost state: it leases nothing new for TTL + max_borrow + clock bound.
+my $q = $registry->safe_psql('registry', 'SELECT quarantined FROM uidgen.registry_check_state()');
+is($q, 't', 'the restarted registry holds new leases back');
+my $back = time;
+for my $m ($m1, $m2)
+{
+	$m->poll_query_until('postgres', q{SELECT count(*) > 0 FROM uidgen.registry_status WHERE lease_left_ms > 0})
+	  or die $m->name . ' got no block again';
+}
+note(sprintf('m1 leased a block again %.1f s after the registry came back', time - $back));
+($failed, $error) = insert_sessions($_, 5, 2) for ($m1, $m2);
+is($failed, 0, 'after the quarantine members issue again') or diag($error);
+
+# ---- restored from an old backup ------------------------------------------
+
+# The restored registry takes the place of the stopped one (same socket
+# directory and port): it shows blocks of m1 and m2 only.
+$m3_blocks = $m3->safe_psql('postgres', q{SELECT string_agg(block::text, ',' ORDER BY block) FROM uidgen.registry_status});
+my $m3_life = (registry_status($m3))[0]{life};
+$registry->stop('fast');
+my $restored = PostgreSQL::Test::Cluster->new('restored');
+$restored->init_from_backup($registry, 'old');
+$restored->append_conf('postgresql.conf', 'port = ' . $registry->port . "\nunix_socket_directories = '" . $registry->host . "'\n");
+$restored->start;
+# Reached through the registry's connection string from here on.
+note("the old backup predates m3: m3's blocks $m3_blocks are unknown to it until m3 re-asserts them");
+
+# A new member asks at once: nothing until the members re-asserted theirs.
+my $m4 = new_member_node('m4', $registry);
+$m4->safe_psql('postgres', 'CREATE TABLE t (id bigint PRIMARY KEY DEFAULT uid_next(), phase int)');
+($failed, $error) = insert_sessions($m4, 6, 1);
+is($failed, 1, 'a new member gets no block from a registry that may have lost state');
+like($error, qr/ERROR:  08\d\d\d: .*hands out no worker block until/s, 'class 08, saying until when');
+$registry->poll_query_until('registry',
+	"SELECT count(*) = cardinality('{$m3_blocks}'::int[]) FROM uidgen.worker_block WHERE block IN ($m3_blocks) AND life = '$m3_life'")
+  or die 'm3 did not re-assert its blocks';
+pass('m3 re-asserted its blocks');
+insert_sessions($m3, 6, 2);
+$m4->poll_query_until('postgres', q{SELECT count(*) > 0 FROM uidgen.registry_status WHERE lease_left_ms > 0})
+  or die 'm4 got no block';
+($failed, $error) = insert_sessions($m4, 6, 4);
+is($failed, 0, 'after the quarantine the new member issues') or diag($error);
+my $m4_blocks = $m4->safe_psql('postgres', q{SELECT string_agg(block::text, ',') FROM uidgen.registry_status});
+is($registry->safe_psql('registry', qq{
+	SELECT count(*) FROM uidgen.worker_block WHERE block IN ($m4_blocks) AND life::text <> '} . (registry_status($m4))[0]{life} . q{'}),
+	'0', "m4's blocks ($m4_blocks) are its own, none of the others'");
+insert_sessions($_, 7, 2) for ($m1, $m2, $m3, $m4);
+
+my @lists = map { $_->safe_psql('postgres', 'SELECT id FROM t') } ($m1, $m2, $m3, $m4);
+my $total = 0;
+$total += scalar(grep { $_ ne '' } split /\n/, $_) for @lists;
+cmp_ok($total, '>=', 20000, "IDs issued in all ($total)");
+is(duplicate_ids(@lists), 0, "no duplicate over the four members, through both outages and the restore ($total IDs)");
+
+done_testing();
