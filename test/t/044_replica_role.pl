@@ -18,6 +18,9 @@ my $sub = new_uidgen_node('subscriber');
 
 # ---- a session in replica mode ---------------------------------------------
 
+# Four sequence bits: 16 IDs a millisecond, so that a session taking many
+# IDs at once borrows seconds of future time, however busy the machine.
+$sub->safe_psql('postgres', 'SELECT uid_configure(worker_bits => 18, seq_bits => 4)');
 # A worker claimed and released, for the next session to reuse.
 $sub->safe_psql('postgres', 'SELECT uid_next()');
 my $s = $sub->background_psql('postgres');
@@ -27,17 +30,21 @@ my $worker = $s->query_safe('SELECT uid_current_worker()');
 my $pid = $s->query_safe('SELECT pg_backend_pid()');
 is($sub->safe_psql('postgres', "SELECT status, pid FROM uidgen.worker_node WHERE id = $worker"), "active|$pid",
 	"the worker ($worker) of a session in replica mode is active in uidgen.worker_node, with its pid");
-# A million IDs: more than the unit's sequence holds, so they borrow about
-# two seconds of future time.
-$s->query_safe('CREATE TABLE replica_ids AS SELECT x AS id FROM uid_next_batch(1000000) x');
+# 80,000 IDs: five seconds of them (uidgen.max_borrow allows 10).
+$s->query_safe('CREATE TABLE replica_ids AS SELECT x AS id FROM uid_next_batch(80000) x');
+note('the session in replica mode issued up to '
+	. $s->query_safe('SELECT uid_timestamp(max(id)) - clock_timestamp() FROM replica_ids') . ' ahead of the clock');
 $s->quit;
 $sub->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid")
   or die "the session in replica mode did not end";
-# The next session reuses that worker at once.
-$sub->safe_psql('postgres', 'CREATE TABLE next_ids AS SELECT x AS id FROM uid_next_batch(1000000) x');
-is($sub->safe_psql('postgres', 'SELECT count(DISTINCT uid_worker_id(id)) FROM next_ids'), '1', 'the next session used one worker');
+# The next session may reuse that worker, but only above what it issued.
+$sub->safe_psql('postgres', 'CREATE TABLE next_ids AS SELECT x AS id FROM uid_next_batch(80000) x');
+my $next_worker = $sub->safe_psql('postgres', 'SELECT DISTINCT uid_worker_id(id) FROM next_ids');
+note("the next session has worker $next_worker");
 is($sub->safe_psql('postgres', 'SELECT count(*) FROM replica_ids JOIN next_ids USING (id)'), '0',
-	'the next session reissues none of the million IDs of the session in replica mode');
+	'the next session reissues none of the 80,000 IDs of the session in replica mode');
+is($sub->safe_psql('postgres', "SELECT $next_worker <> $worker OR (SELECT min(id) FROM next_ids) > (SELECT max(id) FROM replica_ids)"),
+	't', "if it reuses worker $worker, it starts above the last ID of the session in replica mode");
 
 # ---- an apply worker filling DEFAULT uid_next() ----------------------------
 
