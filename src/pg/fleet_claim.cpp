@@ -140,8 +140,13 @@ claim_granted_worker(const char *identity, Oid registry_relid, int64_t now_delta
 								 "AND last_time < $2",
 								 2, t, v, Visibility::Latest, SPI_OK_SELECT) == 1)
 		{
+			/*
+			 * Above the time reservation too: a holder whose claim went into
+			 * a prepared transaction that rolled back left the row as it was
+			 * before (backend.cpp), but not the mark.
+			 */
 			claim->worker = ids[i];
-			claim->floor_delta = *last_time;
+			claim->floor_delta = std::max(*last_time, reserved_until().value_or(Generator::no_floor));
 			return true;
 		}
 		unlock_worker(registry_relid, ids[i]);
