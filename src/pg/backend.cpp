@@ -376,10 +376,10 @@ xact_callback(XactEvent event)
 			/*
 			 * A worker from a registry's block is this session's by the
 			 * server's grant and its session locks, whatever becomes of the
-			 * row; and a worker reused from a row is reused above the time
-			 * reservation (fleet_claim.cpp).  So its claim may go into a
-			 * prepared transaction (a Citus shard's, say) and is not written
-			 * again, which would wait for that transaction.
+			 * row.  So its claim may go into a prepared transaction (a Citus
+			 * shard's, say) and is not written again, which would wait for
+			 * that transaction.  Reuse starts above what the holder noted at
+			 * its exit (fleet.hpp), whatever the row says.
 			 */
 			if (issuing->claim.pending() && !issuing->reservation.leased())
 				ereport(ERROR,
@@ -438,6 +438,14 @@ release_at_exit()
 {
 	if (held_worker_count() == 0)
 		return;
+	/* Before anything that could stop the release below: reuse in this server life starts above it. */
+	for (int i = 0; i < held_worker_count(); i++)
+	{
+		const HeldWorker &held = held_worker(i);
+
+		if (held.use != WorkerUse::Candidate)
+			note_fleet_exit(held.worker, last_delta_of(held));
+	}
 	if (RecoveryInProgress())
 		return;
 
