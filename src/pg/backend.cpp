@@ -11,7 +11,8 @@
  *	  them commits; a rolled-back subtransaction that wrote it undoes it;
  *	- PREPARE TRANSACTION is refused while the claim is written but not yet
  *	  committed, because the prepared transaction would keep the claim row
- *	  locked and undecided while the backend goes on issuing IDs;
+ *	  locked and undecided while the backend goes on issuing IDs (except for
+ *	  a worker from a registry's block, which does not rest on the row);
  *	- every top-level transaction end takes back the session locks that an
  *	  abort, DISCARD ALL or pg_advisory_unlock_all() released (worker_lock.hpp);
  *	- at exit, a transaction of its own marks the worker released with the
@@ -372,7 +373,15 @@ xact_callback(XactEvent event)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
-			if (issuing->claim.pending())
+			/*
+			 * A worker from a registry's block is this session's by the
+			 * server's grant and its session locks, whatever becomes of the
+			 * row.  So its claim may go into a prepared transaction (a Citus
+			 * shard's, say) and is not written again, which would wait for
+			 * that transaction.  Reuse starts above what the holder noted at
+			 * its exit (fleet.hpp), whatever the row says.
+			 */
+			if (issuing->claim.pending() && !issuing->reservation.leased())
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot PREPARE a transaction that registered a uidgen worker"),
@@ -397,7 +406,10 @@ xact_callback(XactEvent event)
 			issuing->claim.at_abort();
 			break;
 		case XACT_EVENT_PREPARE:
-			issuing->claim.at_abort();
+			if (issuing->reservation.leased())
+				issuing->claim.at_commit();
+			else
+				issuing->claim.at_abort();
 			break;
 		default:
 			break;
@@ -426,6 +438,14 @@ release_at_exit()
 {
 	if (held_worker_count() == 0)
 		return;
+	/* Before anything that could stop the release below: reuse in this server life starts above it. */
+	for (int i = 0; i < held_worker_count(); i++)
+	{
+		const HeldWorker &held = held_worker(i);
+
+		if (held.use != WorkerUse::Candidate)
+			note_fleet_exit(held.worker, last_delta_of(held));
+	}
 	if (RecoveryInProgress())
 		return;
 

@@ -17,6 +17,7 @@ extern "C" {
 #include "utils/wait_event.h"
 }
 
+#include <algorithm>
 #include <ctime>
 #include <new>
 
@@ -206,6 +207,7 @@ take_fleet_worker(Oid database, const char *database_name, int timeout_ms)
 			g.database = database;
 			namestrcpy(&g.database_name, database_name);
 			g.reported = false;
+			g.issued_until = -1;
 			taken = FleetWorker{g.worker, b->floor_delta};
 		}
 		if (counted && (taken || grants_full))
@@ -258,6 +260,40 @@ take_fleet_worker(Oid database, const char *database_name, int timeout_ms)
 		PG_END_TRY();
 		ConditionVariableCancelSleep();
 	}
+}
+
+void
+note_fleet_exit(int64_t worker, int64_t last_delta)
+{
+	FleetState *state = fleet_state();
+
+	if (state == nullptr)
+		return;
+	SpinLockAcquire(&state->mutex);
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		if (state->grants[i].worker == worker)
+			state->grants[i].issued_until = std::max(state->grants[i].issued_until, last_delta);
+	}
+	SpinLockRelease(&state->mutex);
+}
+
+int64_t
+fleet_issued_until(int64_t worker)
+{
+	FleetState *state = fleet_state();
+	int64_t issued = -1;
+
+	if (state == nullptr)
+		return issued;
+	SpinLockAcquire(&state->mutex);
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		if (state->grants[i].worker == worker)
+			issued = std::max(issued, state->grants[i].issued_until);
+	}
+	SpinLockRelease(&state->mutex);
+	return issued;
 }
 
 int64_t *

@@ -84,6 +84,7 @@ struct FleetGrant
 	Oid database;
 	NameData database_name;
 	bool reported;				/* the registry knows (for uid_origin()) */
+	int64_t issued_until;		/* the last unit its holders issued, noted at their exit */
 };
 
 struct FleetState
@@ -126,6 +127,15 @@ struct FleetWorker
 	int64_t floor_delta;
 };
 FleetWorker take_fleet_worker(Oid database, const char *database_name, int timeout_ms);
+
+/*
+ * Notes at a holder's exit the last unit it issued under worker, whether or
+ * not its release row gets written; reuse starts above it.  Shared memory
+ * lasts exactly as long as the server life whose grants it holds, so no
+ * crash can lose it while a grant could be reused.
+ */
+void note_fleet_exit(int64_t worker, int64_t last_delta);
+int64_t fleet_issued_until(int64_t worker);
 
 /* The workers granted to database in this server life whose blocks it still leases (palloc'd), for reuse. */
 int64_t *granted_workers(Oid database, int *count);

@@ -140,8 +140,14 @@ claim_granted_worker(const char *identity, Oid registry_relid, int64_t now_delta
 								 "AND last_time < $2",
 								 2, t, v, Visibility::Latest, SPI_OK_SELECT) == 1)
 		{
+			/*
+			 * Above what its last holder noted at its exit too: a holder whose
+			 * claim went into a prepared transaction that rolled back, and
+			 * whose release could not be written, left the row as it was
+			 * before (backend.cpp).
+			 */
 			claim->worker = ids[i];
-			claim->floor_delta = *last_time;
+			claim->floor_delta = std::max(*last_time, fleet_issued_until(ids[i]));
 			return true;
 		}
 		unlock_worker(registry_relid, ids[i]);

@@ -312,6 +312,20 @@ fetch_rules()
 	return true;
 }
 
+/* Appends name as a quoted element of a text[] literal. */
+void
+append_array_text(StringInfo array, const char *name)
+{
+	appendStringInfoChar(array, '"');
+	for (const char *c = name; *c != '\0'; c++)
+	{
+		if (*c == '"' || *c == '\\')
+			appendStringInfoChar(array, '\\');
+		appendStringInfoChar(array, *c);
+	}
+	appendStringInfoChar(array, '"');
+}
+
 /* The text of this server life's identity, as the registry functions take it: 6 parameters. */
 struct Identity
 {
@@ -338,21 +352,34 @@ identity_of(FleetState *state)
 	id.host[sizeof(id.host) - 1] = '\0';
 	snprintf(id.port, sizeof(id.port), "%d", PostPortNumber);
 
+	/* Copied out first: nothing may allocate under a spinlock. */
+	Oid *databases = static_cast<Oid *>(palloc(sizeof(Oid) * max_fleet_grants));
+	NameData *names_of = static_cast<NameData *>(palloc(sizeof(NameData) * max_fleet_grants));
+	int count = 0;
+
+	SpinLockAcquire(&state->mutex);
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		databases[count] = state->grants[i].database;
+		names_of[count++] = state->grants[i].database_name;
+	}
+	SpinLockRelease(&state->mutex);
+
 	StringInfoData names;
 	initStringInfo(&names);
 	appendStringInfoChar(&names, '{');
-	SpinLockAcquire(&state->mutex);
-	for (int i = 0; i < state->ngrants; i++)
+	for (int i = 0; i < count; i++)
 	{
 		bool seen = false;
 
 		for (int j = 0; j < i && !seen; j++)
-			seen = state->grants[j].database == state->grants[i].database;
-		if (!seen)
-			appendStringInfo(&names, "%s\"%s\"", names.len > 1 ? "," : "",
-							 NameStr(state->grants[i].database_name));
+			seen = databases[j] == databases[i];
+		if (seen)
+			continue;
+		if (names.len > 1)
+			appendStringInfoChar(&names, ',');
+		append_array_text(&names, NameStr(names_of[i]));
 	}
-	SpinLockRelease(&state->mutex);
 	appendStringInfoChar(&names, '}');
 	id.databases = names.data;
 	return id;
@@ -363,31 +390,40 @@ bool
 renew(FleetState *state)
 {
 	StringInfoData blocks, floors, workers, databases;
-	int nreported = 0;
+	FleetBlock *held = static_cast<FleetBlock *>(palloc(sizeof(FleetBlock) * max_fleet_blocks));
+	FleetGrant *grants = static_cast<FleetGrant *>(palloc(sizeof(FleetGrant) * max_fleet_grants));
+	int nheld;
+	int ngrants;
+
+	/* Copied out first: nothing may allocate under a spinlock. */
+	SpinLockAcquire(&state->mutex);
+	nheld = state->nblocks;
+	memcpy(held, state->blocks, sizeof(FleetBlock) * nheld);
+	ngrants = state->ngrants;
+	memcpy(grants, state->grants, sizeof(FleetGrant) * ngrants);
+	SpinLockRelease(&state->mutex);
 
 	initStringInfo(&blocks);
 	initStringInfo(&floors);
 	initStringInfo(&workers);
 	initStringInfo(&databases);
-	SpinLockAcquire(&state->mutex);
-	for (int i = 0; i < state->nblocks; i++)
+	for (int i = 0; i < nheld; i++)
 	{
-		appendStringInfo(&blocks, "%s%lld", i > 0 ? "," : "", static_cast<long long>(state->blocks[i].block));
-		appendStringInfo(&floors, "%s%lld", i > 0 ? "," : "",
-						 static_cast<long long>(state->blocks[i].floor_delta));
+		appendStringInfo(&blocks, "%s%lld", i > 0 ? "," : "", static_cast<long long>(held[i].block));
+		appendStringInfo(&floors, "%s%lld", i > 0 ? "," : "", static_cast<long long>(held[i].floor_delta));
 	}
-	for (int i = 0; i < state->ngrants; i++)
+	int nreported = 0;
+	for (int i = 0; i < ngrants; i++)
 	{
-		if (state->grants[i].reported)
+		if (grants[i].reported)
 			continue;
-		appendStringInfo(&workers, "%s%lld", nreported > 0 ? "," : "",
-						 static_cast<long long>(state->grants[i].worker));
-		appendStringInfo(&databases, "%s\"%s\"", nreported > 0 ? "," : "",
-						 NameStr(state->grants[i].database_name));
+		appendStringInfo(&workers, "%s%lld", nreported > 0 ? "," : "", static_cast<long long>(grants[i].worker));
+		if (nreported > 0)
+			appendStringInfoChar(&databases, ',');
+		append_array_text(&databases, NameStr(grants[i].database_name));
 		nreported++;
 	}
-	int reported_up_to = state->ngrants;
-	SpinLockRelease(&state->mutex);
+	int reported_up_to = ngrants;
 
 	char *blocks_text = psprintf("{%s}", blocks.data);
 	char *floors_text = psprintf("{%s}", floors.data);

@@ -8,6 +8,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
+#include "commands/trigger.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -151,6 +152,17 @@ begin_as_owner(OwnerContext *context)
 	GetUserIdAndSecContext(&context->saved_user, &context->saved_security_context);
 	SetUserIdAndSecContext(owner, context->saved_security_context | SECURITY_LOCAL_USERID_CHANGE);
 	context->guc_nest_level = begin_pinned_search_path();
+	/*
+	 * uidgen's tables skip rows written in replica mode, which are a
+	 * publication's (sql/uidgen--1.2.0--2.0.0.sql); this session's own
+	 * claims and releases must not be skipped with them, when it is an
+	 * apply worker filling a DEFAULT uid_next() or a load in replica mode.
+	 * Restored with the search path.  Setting it resets the plan cache, so
+	 * only when it is needed.
+	 */
+	if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA)
+		(void) set_config_option("session_replication_role", "origin", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
 }
 
 void

@@ -369,21 +369,13 @@ sub poll_for
 sub new_registry_node
 {
 	my ($name, %params) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = new_uidgen_node($name, %params,
+		conf => [ "shared_preload_libraries = 'uidgen'", @{ $params{conf} // [] } ]);
 
-	$node->init(%{ $params{init} // {} });
-	$node->append_conf('postgresql.conf', join("\n",
-		"max_connections = 60",
-		"max_prepared_transactions = 10",
-		"log_min_messages = warning",
-		"shared_preload_libraries = 'uidgen'",
-		@{ $params{conf} // [] }) . "\n");
-	$node->start;
 	$node->safe_psql('postgres', 'CREATE DATABASE registry');
 	$node->safe_psql('registry', 'CREATE EXTENSION uidgen');
 	$node->safe_psql('registry', "SELECT uid_registry_configure(lease_ttl => '" . ($params{lease_ttl} // '10s') . "'"
 		. ($params{max_borrow} ? ", max_borrow => '$params{max_borrow}'" : '') . ")");
-	$node->safe_psql('postgres', 'CREATE EXTENSION uidgen');
 	unless (defined $params{member} && !$params{member})
 	{
 		$node->append_conf('postgresql.conf', join("\n", registry_conf($node)) . "\n");
