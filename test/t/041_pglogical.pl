@@ -19,6 +19,11 @@ chomp $pkglibdir;
 plan skip_all => "pglogical is not installed in this server's library directory ($pkglibdir)"
   unless -e "$pkglibdir/pglogical.so";
 
+# From 15.19 on, PostgreSQL decodes only with the output plugins that
+# output_plugin_libraries lists; before, the setting does not exist.
+my @allow_output_plugin = `postgres --describe-config` =~ /^output_plugin_libraries\t/m
+  ? ("output_plugin_libraries = 'pgoutput, pglogical_output'") : ();
+
 my $registry = new_registry_node('registry');
 my %node;
 for my $name ('a', 'b')
@@ -28,8 +33,7 @@ for my $name ('a', 'b')
 		conf => [
 			"shared_preload_libraries = 'pglogical,uidgen'",
 			'track_commit_timestamp = on',
-			# PostgreSQL 15.19 and later decode only with the output plugins listed here.
-			"output_plugin_libraries = 'pgoutput, pglogical_output'",
+			@allow_output_plugin,
 			'max_worker_processes = 16',
 			'pglogical.conflict_log_level = warning',
 		]);
