@@ -325,19 +325,23 @@ lease_cap_delta(int64_t worker, const Layout &layout)
 {
 	FleetState *state = fleet_state();
 	int64_t deadline = 0;
+	int64_t max_borrow = 0;
 
 	if (state == nullptr)
 		return std::nullopt;
 	SpinLockAcquire(&state->mutex);
 	const FleetBlock *b = block_of(state, worker);
 	if (b != nullptr)
+	{
 		deadline = b->deadline_mono_ms;
+		max_borrow = state->rules.max_borrow_ms;
+	}
 	SpinLockRelease(&state->mutex);
 
 	int64_t left = deadline - monotonic_ms();
 	if (b == nullptr || left <= 0)
 		return std::nullopt;
-	return layout.delta_at(backend_clock().now_ms() + left);
+	return layout.delta_at(backend_clock().now_ms() + left + max_borrow);
 }
 
 std::optional<FleetRules>

@@ -142,11 +142,12 @@ int64_t *granted_workers(Oid database, int *count);
 
 /*
  * The last time unit (of layout) that worker may issue under its block's
- * lease as it stands: now plus what is left of the lease, so that no ID is
- * later than the lease (the registry adds max_borrow and the clock bound
- * before it leases the block again).  nullopt when no live lease of this
- * server life covers worker.  Costs a spinlock: called when a reservation
- * is extended, not per ID.
+ * lease as it stands: now plus what is left of the lease plus max_borrow,
+ * as the registry counts before it leases the block again (it adds the
+ * clock bound too).  nullopt once the lease has ended on the monotonic
+ * clock, or when no lease of this server life covers worker: then nothing
+ * more is issued under it.  Costs a spinlock: called when a reservation is
+ * extended or a keeper ticks, not per ID.
  */
 std::optional<int64_t> lease_cap_delta(int64_t worker, const Layout &layout);
 

@@ -192,10 +192,21 @@ join_floor(const char *identity, Oid registry_relid, int64_t now_delta, int64_t 
 	int64_t floor = ever_issued ? std::max({last_time, now_delta + borrow_units, reserved}) : Generator::no_floor;
 
 	values[1] = Int64GetDatum(floor);
-	spi_run("INSERT INTO uidgen.membership AS m (registry, joined_at, join_floor) VALUES ($1, now(), $2) "
-			"ON CONFLICT (singleton) DO UPDATE SET registry = excluded.registry, joined_at = excluded.joined_at, "
-			"    join_floor = greatest(m.join_floor, excluded.join_floor)",
-			2, types, values, Visibility::Latest, SPI_OK_INSERT);
+	/*
+	 * Another session of this database may be joining at the same moment:
+	 * then its floor holds (it covers every ID issued before either joined),
+	 * and ours, computed after its first claim committed, would only be
+	 * higher than needed.  Joining another registry replaces the row.
+	 */
+	if (spi_run("INSERT INTO uidgen.membership AS m (registry, joined_at, join_floor) VALUES ($1, now(), $2) "
+				"ON CONFLICT (singleton) DO UPDATE SET registry = excluded.registry, joined_at = excluded.joined_at, "
+				"    join_floor = greatest(m.join_floor, excluded.join_floor) "
+				"    WHERE m.registry <> excluded.registry "
+				"RETURNING join_floor",
+				2, types, values, Visibility::Latest, SPI_OK_INSERT_RETURNING) == 0 &&
+		spi_run("SELECT join_floor FROM uidgen.membership WHERE registry = $1", 1, types, values, Visibility::Latest,
+				SPI_OK_SELECT) == 1)
+		return spi_int64(0, 0);
 	(void) release_dead_workers(registry_relid, identity, floor);
 	ereport(LOG,
 			(errmsg("uidgen: database \"%s\" joined the registry \"%s\"", get_database_name(MyDatabaseId),

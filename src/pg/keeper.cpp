@@ -264,6 +264,8 @@ run_keeper(SharedGenerator *g)
 			unchanged = registry_unchanged(registration->relid);
 			if (!unchanged)
 				return;
+			/* A lease that ended stops the generator now, not at its next raise. */
+			(void) within_leases(g, registration->layout, registration->layout.max_delta());
 			raise_reservation(g, registration->layout);
 			claim_private_worker(g);
 		});
