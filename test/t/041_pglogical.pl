@@ -39,11 +39,6 @@ for my $name ('a', 'b')
 		]);
 }
 wait_for_registry($_) for values %node;
-# Each database takes its first ID alone: sessions that make a database's
-# first uid_next() at once can race in joining the registry (one of them
-# then waits max_borrow and its lease can run out), which is not what this
-# test is about.
-$_->safe_psql('postgres', 'SELECT uid_next()') for values %node;
 
 # events is replicated; issued, local on each, records every ID its server
 # inserted, whatever pglogical does with the rows afterwards.

@@ -18,11 +18,6 @@ my $registry = new_registry_node('registry');
 my $pub = new_member_node('publisher', $registry, init => { allows_streaming => 'logical' });
 my $sub = new_member_node('subscriber', $registry);
 wait_for_registry($_) for $pub, $sub;
-# Each database takes its first ID alone: sessions that make a database's
-# first uid_next() at once can race in joining the registry (one of them
-# then waits max_borrow and its lease can run out), which is not what this
-# test is about.
-$_->safe_psql('postgres', 'SELECT uid_next()') for $pub, $sub;
 
 # The same schema on both: events written on the publisher, sub_events on
 # the subscriber (published by nobody: the subscriber has no publication).
