@@ -33,6 +33,58 @@ required_packages() {
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# build_cache: where scripts/pg-build.sh and scripts/citus-build.sh keep what
+# they build once per machine (created if need be): UIDGEN_CACHE, else
+# /var/cache/uidgen as root, else ${XDG_CACHE_HOME:-$HOME/.cache}/uidgen.
+build_cache() {
+	local cache
+	if [ -n "${UIDGEN_CACHE:-}" ]; then
+		cache=$UIDGEN_CACHE
+	elif [ "$(id -u)" -eq 0 ]; then
+		cache=/var/cache/uidgen
+	else
+		cache=${XDG_CACHE_HOME:-$HOME/.cache}/uidgen
+	fi
+	mkdir -p "$cache"
+	echo "$cache"
+}
+
+# build_once LABEL PREFIX KEY TARBALL BUILD: what scripts/pg-build.sh and
+# scripts/citus-build.sh share, so that a build happens once per machine.
+# Unless PREFIX holds a finished build marked with KEY (the tarball's SHA-256
+# and the options, so that another tarball or other options build again),
+# unpacks TARBALL into a scratch directory beside PREFIX, runs the function
+# BUILD in the directory it unpacked to, which installs into PREFIX, and
+# marks PREFIX.  BUILD's output goes to a log, whose tail is shown if it
+# fails; a build that did not finish leaves no PREFIX behind.  One build of
+# a PREFIX at a time on this machine (PREFIX.lock).
+build_once() {
+	local label=$1 prefix=$2 key=$3 tarball=$4 build=$5
+	local stamp=$prefix/.uidgen-built src status=0
+	exec 9>"$prefix.lock"
+	flock 9
+	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then
+		log "$label: cached in $prefix"
+		return 0
+	fi
+	log "$label: building into $prefix (once per machine)"
+	rm -rf "$prefix"
+	# Not local: the EXIT trap removes it when the script ends.
+	build_work=$(mktemp -d "$prefix.build.XXXXXX")
+	trap 'rm -rf "$build_work"' EXIT
+	tar -C "$build_work" -xf "$tarball"
+	src=$(find "$build_work" -mindepth 1 -maxdepth 1 -type d | head -1)
+	[ -n "$src" ] || die "no source directory in $tarball"
+	(cd "$src" && "$build") >"$build_work/build.log" 2>&1 || status=$?
+	if [ "$status" -ne 0 ]; then
+		tail -60 "$build_work/build.log" >&2
+		rm -rf "$prefix"
+		die "$label: the build failed (log above)"
+	fi
+	echo "$key" >"$stamp"
+	log "$label: built"
+}
+
 missing_packages() {	# missing_packages PKG...
 	local pkg
 	for pkg in "$@"; do

@@ -21,8 +21,8 @@
 # libipc-run-perl bzip2 (scripts/test-all.sh installs them as root).
 set -euo pipefail
 
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 [ $# -eq 1 ] || die "usage: $0 TARBALL"
 tarball=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -31,51 +31,17 @@ tarball=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 version=$(basename "$tarball" | sed -nE 's/^postgresql-([0-9]+_)?([0-9]+\.[0-9]+)(\.orig)?\.tar\.(bz2|gz|xz)$/\2/p')
 [ -n "$version" ] || die "not a PostgreSQL source tarball name: $(basename "$tarball")"
 
-if [ -n "${UIDGEN_CACHE:-}" ]; then
-	cache=$UIDGEN_CACHE
-elif [ "$(id -u)" -eq 0 ]; then
-	cache=/var/cache/uidgen
-else
-	cache=${XDG_CACHE_HOME:-$HOME/.cache}/uidgen
-fi
-mkdir -p "$cache"
-prefix=$cache/pg-$version
-stamp=$prefix/.uidgen-built
-
-# One build of a version at a time on this machine.
-exec 9>"$cache/pg-$version.lock"
-flock 9
-
+prefix=$(build_cache)/pg-$version
 configure_options=(--enable-tap-tests --without-icu --with-openssl)
-sum="$(sha256sum "$tarball" | cut -d' ' -f1) ${configure_options[*]}"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ] && [ -x "$prefix/bin/pg_config" ]; then
-	log "PostgreSQL $version: cached in $prefix"
-	echo "$prefix/bin/pg_config"
-	exit 0
-fi
 
-log "PostgreSQL $version: building into $prefix (a few minutes; once per machine)"
-rm -rf "$prefix"
-work=$(mktemp -d "$cache/build-$version.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-build_log=$work/build.log
-tar -C "$work" -xf "$tarball"
-src=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'postgresql-*' | head -1)
-[ -n "$src" ] || die "no source directory in $tarball"
-jobs=$(nproc 2>/dev/null || echo 2)
-(
-	cd "$src"
+build_postgres() {
 	# The generated headers first: a parallel "make world-bin" does not
 	# order them before src/common (seen: utils/errcodes.h missing).
 	./configure --prefix="$prefix" "${configure_options[@]}" &&
 		make -C src/backend generated-headers &&
-		make -j"$jobs" world-bin &&
+		make -j"$(nproc 2>/dev/null || echo 2)" world-bin &&
 		make install-world-bin
-) >"$build_log" 2>&1 || {
-	tail -60 "$build_log" >&2
-	rm -rf "$prefix"
-	die "building PostgreSQL $version failed (log above)"
 }
-echo "$sum" >"$stamp"
-log "PostgreSQL $version: built"
+build_once "PostgreSQL $version" "$prefix" "$(sha256sum "$tarball" | cut -d' ' -f1) ${configure_options[*]}" \
+	"$tarball" build_postgres
 echo "$prefix/bin/pg_config"
