@@ -5,9 +5,10 @@
 #   make installcheck       pg_regress, isolation and TAP tests against it
 #   make test               everything, on throwaway clusters (see README);
 #                           PostgreSQL 15, or PG_CONFIG's server if given
-#   make test-all PG_SOURCES=DIR
+#   make test-all PG_SOURCES=DIR [CITUS_SOURCE=DIR]
 #                           make test on 15 and on each PostgreSQL source
-#                           tarball in DIR (17, 18), built once per machine
+#                           tarball in DIR (17, 18), built once per machine;
+#                           on 17 with Citus, if given its source tarball
 #   make demo               a short demo on a throwaway cluster
 #   make bench              benchmarks, written to test/bench/results
 #   make cursor-bench       the shared cursor word against a ring buffer
@@ -108,7 +109,7 @@ test:
 	@PG_CONFIG='$(USER_PG_CONFIG)' scripts/test.sh
 
 test-all:
-	@PG_CONFIG= scripts/test-all.sh '$(PG_SOURCES)'
+	@PG_CONFIG= CITUS_SOURCE='$(CITUS_SOURCE)' scripts/test-all.sh '$(PG_SOURCES)'
 
 demo:
 	@PG_CONFIG='$(USER_PG_CONFIG)' scripts/demo.sh

@@ -160,7 +160,7 @@ rerun_as_postgres() {
 	log "running as postgres in $copy"
 	local status=0
 	runuser -u postgres -- env PATH="$PATH" CI="${CI:-}" UIDGEN_KEEP="${UIDGEN_KEEP:-}" \
-		PG_CONFIG="${PG_CONFIG:-}" bash "$copy/$script" "$@" || status=$?
+		PG_CONFIG="${PG_CONFIG:-}" CITUS_INSTALL="${CITUS_INSTALL:-}" bash "$copy/$script" "$@" || status=$?
 	[ -n "${UIDGEN_KEEP:-}" ] || rm -rf "$copy"
 	return $status
 }
@@ -179,18 +179,23 @@ source_pg_config() {
 	echo "$config"
 }
 
-# make_pg_tree DIR [PG_CONFIG]: a relocated copy, under DIR, of the
-# PostgreSQL installation PG_CONFIG belongs to (default: source_pg_config);
-# prints its bin directory.  PostgreSQL finds its share and lib directories
-# relative to its binaries, so this copy uses DIR's share/extension and lib
-# (and lib/bitcode), where "make install" puts uidgen, and leaves the
-# original installation alone.  The installation's directories are mirrored
-# at their absolute paths under DIR: the binaries are copied (they resolve
-# symlinks to find themselves), the directories "make install" writes into,
-# and those above them, are new directories, and everything else is a
-# symlink to the original, except uidgen's own files.
+# make_pg_tree DIR [PG_CONFIG [DESTDIR...]]: a relocated copy, under DIR, of
+# the PostgreSQL installation PG_CONFIG belongs to (default:
+# source_pg_config); prints its bin directory.  PostgreSQL finds its share
+# and lib directories relative to its binaries, so this copy uses DIR's
+# share/extension and lib (and lib/bitcode), where "make install" puts
+# uidgen, and leaves the original installation alone.  The installation's
+# directories are mirrored at their absolute paths under DIR: the binaries
+# are copied (they resolve symlinks to find themselves), the directories
+# "make install" writes into, and those above them, are new directories, and
+# everything else is a symlink to the original, except uidgen's own files.
+# Each DESTDIR is one that other extensions were installed into against the
+# same PG_CONFIG ("make install DESTDIR=...", as scripts/citus-build.sh
+# does): their files in those directories are linked into the copy too, so
+# that its server finds them as if they were installed there.
 make_pg_tree() {
 	local dir=$1 config=${2:-}
+	local extras=("${@:3}")
 	[ -n "$config" ] || config=$(source_pg_config) || exit 1
 	# The paths as pg_config reports them, not with symlinks resolved: the
 	# binaries find the rest through these paths' relative layout.
@@ -235,6 +240,18 @@ make_pg_tree() {
 	mkdir -p "$dir$(dirname "$root")"
 	_mirror "$root"
 	mkdir -p "$dir$sharedir/extension" "$dir$pkglibdir"
+
+	local extra entry
+	for extra in "${extras[@]}"; do
+		for path in "${private[@]}"; do
+			for entry in "$extra$path"/*; do
+				[ -e "$entry" ] || continue
+				# lib/bitcode is private too: its entries are linked on its own turn.
+				[ "${entry#"$extra"}" != "$pkglibdir/bitcode" ] || continue
+				ln -sfn "$entry" "$dir$path/"
+			done
+		done
+	done
 	echo "$dir$bindir"
 }
 

@@ -10,6 +10,12 @@
 # As root it installs what is missing (PostgreSQL's build dependencies too),
 # builds as root into /var/cache/uidgen and tests as postgres (scripts/test.sh
 # does that); otherwise it builds into ~/.cache/uidgen.
+#
+# With CITUS_SOURCE (a Citus source tarball, or a directory holding one:
+# make test-all ... CITUS_SOURCE=DIR), scripts/citus-build.sh builds Citus
+# once per machine for PostgreSQL 17 and that version's run has it, for
+# test/t/040_citus.pl.  Only 17: Citus 13.2 supports 15 to 17 but does not
+# compile against Debian's 15.20, and 18 is beyond it.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +26,9 @@ sources=${1:-}
 [ -n "$sources" ] || die "usage: make test-all PG_SOURCES=DIR (a directory of PostgreSQL source tarballs)"
 [ -d "$sources" ] || die "PG_SOURCES=$sources: not a directory"
 sources=$(cd "$sources" && pwd)
+citus_source=${CITUS_SOURCE:-}
+[ -z "$citus_source" ] || [ -e "$citus_source" ] || die "CITUS_SOURCE=$citus_source: no such file or directory"
+citus_major=17
 
 # Newest tarball per major version, in version order.
 mapfile -t tarballs < <(
@@ -38,12 +47,21 @@ ensure_packages $(required_packages) "${PG_BUILD_PACKAGES[@]}"
 started=$SECONDS
 versions=(15)
 configs=("")
+citus_installs=("")
 for t in "${tarballs[@]}"; do
 	start=$SECONDS
 	config=$("$top/scripts/pg-build.sh" "$sources/$t") || die "could not build PostgreSQL from $t"
 	log "$t: $("$config" --version) ready in $((SECONDS - start)) s"
-	versions+=("$("$config" --version | sed 's/^PostgreSQL //')")
+	version=$("$config" --version | sed 's/^PostgreSQL //')
+	citus=""
+	if [ -n "$citus_source" ] && [ "${version%%.*}" = "$citus_major" ]; then
+		start=$SECONDS
+		citus=$("$top/scripts/citus-build.sh" "$config" "$citus_source") || die "could not build Citus for $version"
+		log "Citus for $version ready in $((SECONDS - start)) s"
+	fi
+	versions+=("$version")
 	configs+=("$config")
+	citus_installs+=("$citus")
 done
 
 passed=0
@@ -55,7 +73,7 @@ for i in "${!configs[@]}"; do
 	out=$(mktemp /tmp/uidgen-test-all.XXXXXX)
 	start=$SECONDS
 	status=0
-	PG_CONFIG=${configs[$i]} "$top/scripts/test.sh" 2>&1 | tee "$out" || status=$?
+	PG_CONFIG=${configs[$i]} CITUS_INSTALL=${citus_installs[$i]} "$top/scripts/test.sh" 2>&1 | tee "$out" || status=$?
 	[ "$label" != 15 ] || label=$(sed -nE 's/^==> PostgreSQL ([0-9.]+) .*/\1/p' "$out" | head -1)
 	total=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -1 || true)
 	p=0 f=1		# no summary line: the run broke before its end

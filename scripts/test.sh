@@ -7,7 +7,10 @@
 #
 # The server is Debian 12's PostgreSQL 15, or the installation whose
 # pg_config PG_CONFIG names (make test PG_CONFIG=/path/to/pg_config); either
-# way uidgen is installed only into a relocated copy of it.
+# way uidgen is installed only into a relocated copy of it.  CITUS_INSTALL,
+# a directory of scripts/citus-build.sh for that server, adds Citus to the
+# copy (scripts/test-all.sh sets it for 17): test/t/040_citus.pl skips
+# without it.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +22,7 @@ install_or_rerun_as_postgres scripts/test.sh "$@"
 cd "$top"
 source_config=$(source_pg_config)
 scratch=$(mktemp -d /tmp/uidgen-test.XXXXXX)
-bindir=$(make_pg_tree "$scratch/pg" "$source_config")
+bindir=$(make_pg_tree "$scratch/pg" "$source_config" ${CITUS_INSTALL:+"$CITUS_INSTALL"})
 export PG_CONFIG=$bindir/pg_config
 export PATH=$bindir:$PATH
 data=$scratch/data
@@ -40,6 +43,7 @@ record() {	# record KIND PASSED FAILED
 }
 
 log "$("$PG_CONFIG" --version) (a relocated copy of $(dirname "$source_config"))"
+[ -z "${CITUS_INSTALL:-}" ] || log "with Citus from $CITUS_INSTALL"
 log "building"
 build_and_install "$bindir" "$scratch/build.log"
 make -s WERROR=1 build/unit_tests build/uidgen_load PG_CONFIG="$PG_CONFIG" >>"$scratch/build.log" 2>&1 ||
