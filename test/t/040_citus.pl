@@ -1,0 +1,334 @@
+# One ID space across a Citus cluster: a coordinator and two workers, each a
+# member of one uidgen registry, insert at once into a distributed table, a
+# reference table and local tables, through the coordinator and directly on
+# the workers, in single-row transactions and in multi-node transactions that
+# Citus commits with two-phase commit.  No ID is issued twice, every row is
+# there, each server's IDs decode to workers of its own blocks, and IDs are
+# time-ordered across servers: WHERE id BETWEEN uid_min(t1) AND uid_max(t2)
+# selects exactly the rows inserted between t1 and t2.
+#
+# Where Citus evaluates DEFAULT uid_next() (Citus 13.2 source, and EXPLAIN
+# VERBOSE of the statements below): the rewriter puts the column default into
+# the INSERT's target list before Citus plans it, and then
+#  - INSERT ... VALUES, and INSERT ... SELECT from no distributed table (here
+#    generate_series, "pull to coordinator"): the node that plans the
+#    statement evaluates it, before it sends the rows to the shards
+#    (CitusBeginModifyScan -> ExecuteCoordinatorEvaluableExpressions,
+#    executor/citus_custom_scan.c): the distribution column must be known to
+#    route a row, and a reference table's row must be the same in every
+#    placement.  That node is the coordinator, or a worker that the statement
+#    was sent to (workers have the metadata and plan like a coordinator).
+#  - INSERT ... SELECT from a distributed table ("repartition"): Citus moves
+#    the default into the SELECT's target list
+#    (ReorderInsertSelectTargetLists, planner/insert_select_planner.c) and
+#    pushes that SELECT down to the source shards: uid_next() runs on the
+#    workers that hold them, in the backends of Citus's own connections,
+#    inside the distributed transaction that Citus then commits with two-phase
+#    commit (PREPARE TRANSACTION on those backends).  The rows are then
+#    repartitioned to the target shards, wherever they are.
+# The shards themselves carry DEFAULT uid_next() as well (Citus deparses
+# non-sequence defaults into the shard DDL, deparser/citus_ruleutils.c), so a
+# write into a shard table on a worker evaluates it on that worker.  So a row
+# stored on one worker may have an ID of the coordinator, of that worker or
+# of the other one, and all of them must be unique: hence the registry.
+# Without one each server numbers its workers from 1 and the servers repeat
+# each other's IDs.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use UidgenTest;
+
+my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
+plan skip_all => 'Citus is not installed in this server (make test-all PG_SOURCES=... CITUS_SOURCE=... '
+  . 'builds it for PostgreSQL 17)'
+  unless -e $coordinator->config_data('--sharedir') . '/extension/citus.control';
+
+my $registry = new_registry_node('registry');
+
+# Citus must come first in shared_preload_libraries; registry_conf's line
+# names uidgen alone.
+my @member_conf = map { s/^shared_preload_libraries = '(.*)'$/shared_preload_libraries = 'citus,$1'/r }
+  registry_conf($registry);
+
+sub start_citus_node
+{
+	my ($node) = @_;
+	$node->init;
+	$node->append_conf('postgresql.conf', join("\n",
+		'max_connections = 100',
+		# A multi-node transaction prepares one transaction for each
+		# connection it wrote over: at most the pool size a worker.
+		'max_prepared_transactions = 100',
+		'citus.max_adaptive_executor_pool_size = 2',
+		# Recovery deletes the records of committed two-phase transactions
+		# from pg_dist_transaction: keep them, to count them.
+		'citus.recover_2pc_interval = -1',
+		'log_min_messages = warning',
+		@member_conf) . "\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus; CREATE EXTENSION uidgen;');
+	wait_for_registry($node);
+	return $node;
+}
+
+start_citus_node($coordinator);
+my $w1 = start_citus_node(PostgreSQL::Test::Cluster->new('worker1'));
+my $w2 = start_citus_node(PostgreSQL::Test::Cluster->new('worker2'));
+my %servers = (coordinator => $coordinator, w1 => $w1, w2 => $w2);
+my @names = sort keys %servers;
+
+$coordinator->safe_psql('postgres',
+	"SELECT citus_set_coordinator_host('" . $coordinator->host . "', " . $coordinator->port . ')');
+$coordinator->safe_psql('postgres', "SELECT citus_add_node('" . $_->host . "', " . $_->port . ')') for ($w1, $w2);
+is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM citus_get_active_worker_nodes()'), '2',
+	'two Citus workers');
+
+# Four shards, two a worker: a few rows of one statement reach both workers.
+$coordinator->safe_psql('postgres', q{
+	CREATE TABLE events (id bigint PRIMARY KEY DEFAULT uid_next(), origin text NOT NULL, phase text NOT NULL,
+	                     seq int);
+	SELECT create_distributed_table('events', 'id', shard_count => 4);
+	CREATE TABLE tags (id bigint PRIMARY KEY DEFAULT uid_next(), origin text NOT NULL, phase text NOT NULL);
+	SELECT create_reference_table('tags');
+	INSERT INTO events (origin, phase, seq) SELECT 'coordinator', 'seed', g FROM generate_series(1, 100) g;
+});
+for my $name (@names)
+{
+	$servers{$name}->safe_psql('postgres',
+		'CREATE TABLE local_ids (id bigint PRIMARY KEY DEFAULT uid_next(), origin text NOT NULL, phase text NOT NULL)');
+}
+
+# The seed rows that INSERT ... SELECT copies: three stored on one worker,
+# two on the other, so that both make IDs for it.
+my %seed_port = split /[|\n]/, $coordinator->safe_psql('postgres', q{
+	SELECT e.seq, s.nodeport FROM events e
+	  JOIN citus_shards s ON s.shardid = get_shard_id_for_distribution_column('events', e.id)
+	 WHERE e.phase = 'seed'});
+my @copied = ((grep { $seed_port{$_} == $w1->port } sort { $a <=> $b } keys %seed_port)[0 .. 2],
+	(grep { $seed_port{$_} == $w2->port } sort { $a <=> $b } keys %seed_port)[0 .. 1]);
+is(scalar(grep { defined } @copied), 5, 'seed rows to copy on both workers');
+my $copied = join(', ', grep { defined } @copied);
+
+# ---- everyone at once ------------------------------------------------------
+
+# On each server at once, in pgbench sessions of its own:
+#  load: single-row inserts into events and into a local table; on w2 a new
+#        connection each time, so that the servers take workers all along;
+#  2pc:  transactions that write to shards on both workers (an INSERT ...
+#        SELECT from a function, 10 rows) and to the reference table, which
+#        is on every node: Citus commits them with two-phase commit;
+#  copy: INSERT ... SELECT of five seed rows of events, from both workers,
+#        whose IDs the workers make in transactions that Citus prepares (see
+#        the top).
+# Rows per transaction and table of each kind; events and local_ids have
+# the kind as phase.
+my %kinds = (
+	load => { clients => 2, transactions => 150, events => 1, local_ids => 1, tags => 0 },
+	'2pc' => { clients => 1, transactions => 40, events => 10, local_ids => 0, tags => 1 },
+	copy => { clients => 1, transactions => 40, events => 5, local_ids => 0, tags => 0 });
+my $dir = PostgreSQL::Test::Utils::tempdir();
+my @runs;
+for my $name (@names)
+{
+	my %sql = (
+		load => qq{
+INSERT INTO events (origin, phase) VALUES ('$name', 'load');
+INSERT INTO local_ids (origin, phase) VALUES ('$name', 'load');
+},
+		'2pc' => qq{
+BEGIN;
+INSERT INTO events (origin, phase) SELECT '$name', '2pc' FROM generate_series(1, 10);
+INSERT INTO tags (origin, phase) VALUES ('$name', '2pc');
+COMMIT;
+},
+		copy => qq{
+INSERT INTO events (origin, phase) SELECT '$name', 'copy' FROM events WHERE phase = 'seed' AND seq IN ($copied);
+});
+	for my $kind (sort keys %kinds)
+	{
+		PostgreSQL::Test::Utils::append_to_file("$dir/${kind}_$name.sql", $sql{$kind});
+		# Prepared statements too: Citus must evaluate the default at each
+		# execution of a cached plan, not once for the plan.
+		my @options = ($kind eq 'load' && $name ne 'w2') ? ('--protocol=prepared') : ();
+		push @options, '--connect' if $kind eq 'load' && $name eq 'w2';
+		push @runs, start_pgbench($servers{$name}, join(' ', "$kind on $name", @options), "$dir/${kind}_$name.sql",
+			$kinds{$kind}{clients}, $kinds{$kind}{transactions}, @options);
+	}
+}
+finish_pgbench($_) for @runs;
+
+for my $name (@names)
+{
+	cmp_ok($servers{$name}->safe_psql('postgres', 'SELECT count(*) FROM pg_dist_transaction'), '>=',
+		$kinds{'2pc'}{transactions}, "$name committed its multi-node transactions with two-phase commit");
+}
+
+# ---- a window of time ------------------------------------------------------
+
+# Quiet before t1 and after t2, rows of phase "window" between them, rows of
+# "after" after t2.  Each session issues far fewer than 512 IDs a
+# millisecond, so no ID borrows time: an ID's time is its insert's.
+sub insert_phase
+{
+	my ($phase) = @_;
+	for my $name (@names)
+	{
+		$servers{$name}->safe_psql('postgres', qq{
+			INSERT INTO events (origin, phase) SELECT '$name', '$phase' FROM generate_series(1, 50);
+			INSERT INTO tags (origin, phase) SELECT '$name', '$phase' FROM generate_series(1, 5);
+			INSERT INTO local_ids (origin, phase) SELECT '$name', '$phase' FROM generate_series(1, 20);
+		});
+	}
+}
+usleep(20_000);
+my $t1 = $coordinator->safe_psql('postgres', 'SELECT clock_timestamp()');
+usleep(20_000);
+insert_phase('window');
+usleep(20_000);
+my $t2 = $coordinator->safe_psql('postgres', 'SELECT clock_timestamp()');
+usleep(20_000);
+insert_phase('after');
+
+# ---- every row, once -------------------------------------------------------
+
+my %expected_events;
+my %expected_tags;
+my %expected_local;
+for my $name (@names)
+{
+	for my $kind (keys %kinds)
+	{
+		my $transactions = $kinds{$kind}{clients} * $kinds{$kind}{transactions};
+		$expected_events{"$name $kind"} = $kinds{$kind}{events} * $transactions if $kinds{$kind}{events};
+		$expected_tags{"$name $kind"} = $kinds{$kind}{tags} * $transactions if $kinds{$kind}{tags};
+		$expected_local{"$name $kind"} = $kinds{$kind}{local_ids} * $transactions if $kinds{$kind}{local_ids};
+	}
+	for my $phase ('window', 'after')
+	{
+		$expected_events{"$name $phase"} = 50;
+		$expected_tags{"$name $phase"} = 5;
+		$expected_local{"$name $phase"} = 20;
+	}
+}
+$expected_events{'coordinator seed'} = 100;
+
+# "origin phase count" lines, sorted.
+sub counts
+{
+	my ($node, $table) = @_;
+	return join("\n", sort split /\n/, $node->safe_psql('postgres',
+		"SELECT origin || ' ' || phase || ' ' || count(*) FROM $table GROUP BY origin, phase"));
+}
+
+sub as_counts
+{
+	my ($expected) = @_;
+	return join("\n", map { "$_ $expected->{$_}" } sort keys %$expected);
+}
+is(counts($coordinator, 'events'), as_counts(\%expected_events), 'events: every row, through the coordinator');
+is(counts($w1, 'events'), as_counts(\%expected_events), 'events: every row, through a worker');
+is(counts($coordinator, 'tags'), as_counts(\%expected_tags), 'tags: every row');
+is(counts($w2, 'tags'), counts($coordinator, 'tags'), 'tags: the same rows on another node');
+for my $name (@names)
+{
+	is(counts($servers{$name}, 'local_ids'),
+		as_counts({ map { /^\Q$name\E / ? ($_ => $expected_local{$_}) : () } keys %expected_local }),
+		"local_ids on $name: every row");
+}
+
+my %ids = (
+	events => $coordinator->safe_psql('postgres', 'SELECT id FROM events'),
+	tags => $coordinator->safe_psql('postgres', 'SELECT id FROM tags'),
+	map { ("local_ids on $_" => $servers{$_}->safe_psql('postgres', 'SELECT id FROM local_ids')) } @names);
+my $total = 0;
+for my $list (values %ids)
+{
+	$total += grep { $_ ne '' } split /\n/, $list;
+}
+my $expected_total = 0;
+$expected_total += $_ for values %expected_events, values %expected_tags, values %expected_local;
+is($total, $expected_total, "$expected_total IDs in all");
+is(duplicate_ids(values %ids), 0, "no ID twice among the $total IDs of the three servers");
+
+# Each server's IDs decode to workers of the blocks its agent leased; which
+# server made an ID is where the default was evaluated (see the top): the
+# server the statement ran on (origin), but the workers holding the seed rows
+# for INSERT ... SELECT from events (phase copy), never the coordinator.
+my %blocks = map {
+	my $name = $_;
+	($name => [ map { [ $_->{first_worker}, $_->{last_worker} ] } grep { ($_->{first_worker} // '') =~ /^\d+$/ }
+		  registry_status($servers{$name}) ])
+} @names;
+sub maker
+{
+	my ($worker) = @_;
+	my @makers = grep {
+		grep { $worker >= $_->[0] && $worker <= $_->[1] } @{ $blocks{$_} }
+	} @names;
+	return @makers == 1 ? $makers[0] : @makers ? 'several servers' : 'no server';
+}
+my %workers = (
+	events => $coordinator->safe_psql('postgres', 'SELECT DISTINCT origin, phase, uid_worker_id(id) FROM events'),
+	tags => $coordinator->safe_psql('postgres', 'SELECT DISTINCT origin, phase, uid_worker_id(id) FROM tags'),
+	local_ids => join("\n", map { $servers{$_}->safe_psql('postgres',
+		'SELECT DISTINCT origin, phase, uid_worker_id(id) FROM local_ids') } @names));
+note('leased blocks: ' . join('; ', map { "$_ " . join(' ', map { "$_->[0]-$_->[1]" } @{ $blocks{$_} }) } @names));
+for my $table (sort keys %workers)
+{
+	my %wrong;
+	for my $row (split /\n/, $workers{$table})
+	{
+		my ($origin, $phase, $worker) = split /\|/, $row;
+		my $maker = maker($worker);
+		next if $phase eq 'copy' ? $maker =~ /^w[12]$/ : $maker eq $origin;
+		$wrong{"$phase rows of $origin by $maker"} = 1;
+	}
+	is(join('; ', sort keys %wrong), '', "$table: every ID made by the server it should be");
+}
+
+# ---- the window, by ID -----------------------------------------------------
+
+my $window = "id BETWEEN uid_min('$t1') AND uid_max('$t2')";
+is($coordinator->safe_psql('postgres', "SELECT count(*) FROM events WHERE $window"), 3 * 50,
+	'events: the IDs between t1 and t2 select the 150 rows inserted between them');
+is($coordinator->safe_psql('postgres', "SELECT count(*) FROM events WHERE $window AND phase = 'window'"), 3 * 50,
+	'events: ... and no other');
+is($coordinator->safe_psql('postgres', "SELECT count(*) FROM tags WHERE $window AND phase = 'window'") . ' '
+	  . $coordinator->safe_psql('postgres', "SELECT count(*) FROM tags WHERE $window"),
+	'15 15', 'tags: the same');
+for my $name (@names)
+{
+	is($servers{$name}->safe_psql('postgres', "SELECT count(*) FROM local_ids WHERE $window AND phase = 'window'")
+		  . ' ' . $servers{$name}->safe_psql('postgres', "SELECT count(*) FROM local_ids WHERE $window"),
+		'20 20', "local_ids on $name: the same");
+}
+
+done_testing();
+
+# pgbench in the background: clients sessions of transactions each, from
+# file; returns what finish_pgbench needs.
+sub start_pgbench
+{
+	my ($node, $label, $file, $clients, $transactions, @options) = @_;
+	my $run = { label => $label, expected => $clients * $transactions, out => '', err => '' };
+	$run->{handle} = IPC::Run::start(
+		[ 'pgbench', '--no-vacuum', "--client=$clients", "--jobs=$clients", "--transactions=$transactions",
+		  @options, '--file', $file, $node->connstr('postgres') ],
+		'>', \$run->{out}, '2>', \$run->{err});
+	return $run;
+}
+
+# Waits for a run of start_pgbench; passes if every transaction committed (a
+# duplicate key in events, tags or local_ids would have failed one).
+sub finish_pgbench
+{
+	my ($run) = @_;
+	$run->{handle}->finish;
+	my $ok = $run->{handle}->result == 0 && $run->{out} =~ m{processed: $run->{expected}/$run->{expected}\b};
+	ok($ok, "$run->{label}: $run->{expected} transactions committed")
+	  or diag("pgbench: $run->{out}$run->{err}");
+}
