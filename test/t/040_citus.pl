@@ -2,10 +2,11 @@
 # member of one uidgen registry, insert at once into a distributed table, a
 # reference table and local tables, through the coordinator and directly on
 # the workers, in single-row transactions and in multi-node transactions that
-# Citus commits with two-phase commit.  No ID is issued twice, every row is
-# there, each server's IDs decode to workers of its own blocks, and IDs are
-# time-ordered across servers: WHERE id BETWEEN uid_min(t1) AND uid_max(t2)
-# selects exactly the rows inserted between t1 and t2.
+# Citus commits with two-phase commit; in scope backend, then again after a
+# restart in scope server.  No ID is issued twice, every row is there, each
+# server's IDs decode to workers of its own blocks, and IDs are time-ordered
+# across servers: WHERE id BETWEEN uid_min(t1) AND uid_max(t2) selects
+# exactly the rows inserted between t1 and t2.
 #
 # Where Citus evaluates DEFAULT uid_next() (Citus 13.2 source, and EXPLAIN
 # VERBOSE of the statements below): the rewriter puts the column default into
@@ -25,7 +26,13 @@
 #    workers that hold them, in the backends of Citus's own connections,
 #    inside the distributed transaction that Citus then commits with two-phase
 #    commit (PREPARE TRANSACTION on those backends).  The rows are then
-#    repartitioned to the target shards, wherever they are.
+#    repartitioned to the target shards, wherever they are.  In scope
+#    backend, such a backend's first uid_next() claims its worker in that
+#    transaction, and uidgen refuses to PREPARE it (0A000, "cannot PREPARE a
+#    transaction that registered a uidgen worker"): the statement fails
+#    whenever Citus opened a new connection for it.  A TODO below, until uidgen
+#    claims a member's workers outside the session's transaction; scope
+#    server claims in the keeper and takes such statements.
 # The shards themselves carry DEFAULT uid_next() as well (Citus deparses
 # non-sequence defaults into the shard DDL, deparser/citus_ruleutils.c), so a
 # write into a shard table on a worker evaluates it on that worker.  So a row
@@ -94,7 +101,6 @@ $coordinator->safe_psql('postgres', q{
 	SELECT create_distributed_table('events', 'id', shard_count => 4);
 	CREATE TABLE tags (id bigint PRIMARY KEY DEFAULT uid_next(), origin text NOT NULL, phase text NOT NULL);
 	SELECT create_reference_table('tags');
-	INSERT INTO events (origin, phase, seq) SELECT 'coordinator', 'seed', g FROM generate_series(1, 100) g;
 });
 for my $name (@names)
 {
@@ -102,20 +108,7 @@ for my $name (@names)
 		'CREATE TABLE local_ids (id bigint PRIMARY KEY DEFAULT uid_next(), origin text NOT NULL, phase text NOT NULL)');
 }
 
-# The seed rows that INSERT ... SELECT copies: three stored on one worker,
-# two on the other, so that both make IDs for it.
-my %seed_port = split /[|\n]/, $coordinator->safe_psql('postgres', q{
-	SELECT e.seq, s.nodeport FROM events e
-	  JOIN citus_shards s ON s.shardid = get_shard_id_for_distribution_column('events', e.id)
-	 WHERE e.phase = 'seed'});
-my @copied = ((grep { $seed_port{$_} == $w1->port } sort { $a <=> $b } keys %seed_port)[0 .. 2],
-	(grep { $seed_port{$_} == $w2->port } sort { $a <=> $b } keys %seed_port)[0 .. 1]);
-is(scalar(grep { defined } @copied), 5, 'seed rows to copy on both workers');
-my $copied = join(', ', grep { defined } @copied);
-
-# ---- everyone at once ------------------------------------------------------
-
-# On each server at once, in pgbench sessions of its own:
+# What each session of a round does, on each server at once:
 #  load: single-row inserts into events and into a local table; on w2 a new
 #        connection each time, so that the servers take workers all along;
 #  2pc:  transactions that write to shards on both workers (an INSERT ...
@@ -131,90 +124,220 @@ my %kinds = (
 	'2pc' => { clients => 1, transactions => 40, events => 10, local_ids => 0, tags => 1 },
 	copy => { clients => 1, transactions => 40, events => 5, local_ids => 0, tags => 0 });
 my $dir = PostgreSQL::Test::Utils::tempdir();
-my @runs;
-for my $name (@names)
+
+# The IDs of every round, for the check across rounds.
+my @all_ids;
+
+round('backend');
+
+# The same after a restart of the three servers in scope server: new server
+# lives, new blocks, and the keeper claims the workers.
+for my $node ($coordinator, $w1, $w2)
 {
-	my %sql = (
-		load => qq{
+	$node->append_conf('postgresql.conf', "uidgen.scope = 'server'\n");
+	$node->restart;
+	wait_for_registry($node);
+}
+round('server');
+
+my $total = 0;
+for my $list (@all_ids)
+{
+	$total += grep { $_ ne '' } split /\n/, $list;
+}
+is(duplicate_ids(@all_ids), 0, "both rounds: no ID twice among $total");
+
+done_testing();
+
+# A round: empty tables, everyone at once, then a window of time, and the
+# checks.
+sub round
+{
+	my ($scope) = @_;
+
+	$coordinator->safe_psql('postgres', q{
+		TRUNCATE events, tags;
+		INSERT INTO events (origin, phase, seq) SELECT 'coordinator', 'seed', g FROM generate_series(1, 100) g;
+	});
+	$servers{$_}->safe_psql('postgres', 'TRUNCATE local_ids') for @names;
+
+	# The seed rows that INSERT ... SELECT copies: three stored on one
+	# worker, two on the other, so that both make IDs for it.
+	my %seed_port = split /[|\n]/, $coordinator->safe_psql('postgres', q{
+		SELECT e.seq, s.nodeport FROM events e
+		  JOIN citus_shards s ON s.shardid = get_shard_id_for_distribution_column('events', e.id)
+		 WHERE e.phase = 'seed'});
+	my @copied = grep { defined } (
+		(grep { $seed_port{$_} == $w1->port } sort { $a <=> $b } keys %seed_port)[0 .. 2],
+		(grep { $seed_port{$_} == $w2->port } sort { $a <=> $b } keys %seed_port)[0 .. 1]);
+	is(scalar(@copied), 5, "$scope: seed rows to copy on both workers");
+	my $copied = join(', ', @copied);
+
+	my %prepared_before = map {
+		($_ => $servers{$_}->safe_psql('postgres', 'SELECT count(*) FROM pg_dist_transaction'))
+	} @names;
+	my @runs;
+	for my $name (@names)
+	{
+		my %sql = (
+			load => qq{
 INSERT INTO events (origin, phase) VALUES ('$name', 'load');
 INSERT INTO local_ids (origin, phase) VALUES ('$name', 'load');
 },
-		'2pc' => qq{
+			'2pc' => qq{
 BEGIN;
 INSERT INTO events (origin, phase) SELECT '$name', '2pc' FROM generate_series(1, 10);
 INSERT INTO tags (origin, phase) VALUES ('$name', '2pc');
 COMMIT;
 },
-		copy => qq{
+			copy => qq{
 INSERT INTO events (origin, phase) SELECT '$name', 'copy' FROM events WHERE phase = 'seed' AND seq IN ($copied);
 });
-	for my $kind (sort keys %kinds)
-	{
-		PostgreSQL::Test::Utils::append_to_file("$dir/${kind}_$name.sql", $sql{$kind});
-		# Prepared statements too: Citus must evaluate the default at each
-		# execution of a cached plan, not once for the plan.
-		my @options = ($kind eq 'load' && $name ne 'w2') ? ('--protocol=prepared') : ();
-		push @options, '--connect' if $kind eq 'load' && $name eq 'w2';
-		push @runs, start_pgbench($servers{$name}, join(' ', "$kind on $name", @options), "$dir/${kind}_$name.sql",
-			$kinds{$kind}{clients}, $kinds{$kind}{transactions}, @options);
+		for my $kind (sort keys %kinds)
+		{
+			my $file = "$dir/${scope}_${kind}_$name.sql";
+			PostgreSQL::Test::Utils::append_to_file($file, $sql{$kind});
+			# Prepared statements too: Citus must evaluate the default at
+			# each execution of a cached plan, not once for the plan.
+			my @options = ($kind eq 'load' && $name ne 'w2') ? ('--protocol=prepared') : ();
+			push @options, '--connect' if $kind eq 'load' && $name eq 'w2';
+			push @runs, start_pgbench($servers{$name}, $kind, join(' ', "$scope: $kind on $name", @options),
+				$file, $kinds{$kind}{clients}, $kinds{$kind}{transactions}, @options);
+		}
 	}
-}
-finish_pgbench($_) for @runs;
+	# Transactions committed, by server and kind.
+	my %committed;
+	for my $run (@runs)
+	{
+		local $TODO = $scope eq 'backend' && $run->{kind} eq 'copy'
+		  ? 'uidgen cannot PREPARE the transaction in which a backend claimed its worker' : undef;
+		my ($name) = $run->{label} =~ / on (\S+)/;
+		$committed{$name}{ $run->{kind} } += finish_pgbench($run);
+	}
 
-for my $name (@names)
-{
-	cmp_ok($servers{$name}->safe_psql('postgres', 'SELECT count(*) FROM pg_dist_transaction'), '>=',
-		$kinds{'2pc'}{transactions}, "$name committed its multi-node transactions with two-phase commit");
-}
-
-# ---- a window of time ------------------------------------------------------
-
-# Quiet before t1 and after t2, rows of phase "window" between them, rows of
-# "after" after t2.  Each session issues far fewer than 512 IDs a
-# millisecond, so no ID borrows time: an ID's time is its insert's.
-sub insert_phase
-{
-	my ($phase) = @_;
 	for my $name (@names)
 	{
-		$servers{$name}->safe_psql('postgres', qq{
-			INSERT INTO events (origin, phase) SELECT '$name', '$phase' FROM generate_series(1, 50);
-			INSERT INTO tags (origin, phase) SELECT '$name', '$phase' FROM generate_series(1, 5);
-			INSERT INTO local_ids (origin, phase) SELECT '$name', '$phase' FROM generate_series(1, 20);
-		});
+		cmp_ok($servers{$name}->safe_psql('postgres', 'SELECT count(*) FROM pg_dist_transaction')
+			  - $prepared_before{$name},
+			'>=', $kinds{'2pc'}{transactions}, "$scope: $name committed its multi-node transactions with two-phase commit");
+	}
+
+	# ---- a window of time
+
+	# Quiet before t1 and after t2, rows of phase "window" between them,
+	# rows of "after" after t2.  Each session issues far fewer than 512 IDs
+	# a millisecond, so no ID borrows time: an ID's time is its insert's.
+	my $insert_phase = sub {
+		my ($phase) = @_;
+		for my $name (@names)
+		{
+			$servers{$name}->safe_psql('postgres', qq{
+				INSERT INTO events (origin, phase) SELECT '$name', '$phase' FROM generate_series(1, 50);
+				INSERT INTO tags (origin, phase) SELECT '$name', '$phase' FROM generate_series(1, 5);
+				INSERT INTO local_ids (origin, phase) SELECT '$name', '$phase' FROM generate_series(1, 20);
+			});
+		}
+	};
+	usleep(20_000);
+	my $t1 = $coordinator->safe_psql('postgres', 'SELECT clock_timestamp()');
+	usleep(20_000);
+	$insert_phase->('window');
+	usleep(20_000);
+	my $t2 = $coordinator->safe_psql('postgres', 'SELECT clock_timestamp()');
+	usleep(20_000);
+	$insert_phase->('after');
+
+	# ---- every row, once
+
+	my (%expected_events, %expected_tags, %expected_local);
+	for my $name (@names)
+	{
+		for my $kind (keys %kinds)
+		{
+			my $transactions = $committed{$name}{$kind};
+			$expected_events{"$name $kind"} = $kinds{$kind}{events} * $transactions
+			  if $kinds{$kind}{events} && $transactions;
+			$expected_tags{"$name $kind"} = $kinds{$kind}{tags} * $transactions if $kinds{$kind}{tags} && $transactions;
+			$expected_local{"$name $kind"} = $kinds{$kind}{local_ids} * $transactions
+			  if $kinds{$kind}{local_ids} && $transactions;
+		}
+		for my $phase ('window', 'after')
+		{
+			$expected_events{"$name $phase"} = 50;
+			$expected_tags{"$name $phase"} = 5;
+			$expected_local{"$name $phase"} = 20;
+		}
+	}
+	$expected_events{'coordinator seed'} = 100;
+
+	is(counts($coordinator, 'events'), as_counts(\%expected_events),
+		"$scope: events: every committed row, through the coordinator");
+	is(counts($w1, 'events'), as_counts(\%expected_events), "$scope: events: every committed row, through a worker");
+	is(counts($coordinator, 'tags'), as_counts(\%expected_tags), "$scope: tags: every committed row");
+	is(counts($w2, 'tags'), counts($coordinator, 'tags'), "$scope: tags: the same rows on another node");
+	for my $name (@names)
+	{
+		is(counts($servers{$name}, 'local_ids'),
+			as_counts({ map { /^\Q$name\E / ? ($_ => $expected_local{$_}) : () } keys %expected_local }),
+			"$scope: local_ids on $name: every committed row");
+	}
+
+	my @ids = ($coordinator->safe_psql('postgres', 'SELECT id FROM events'),
+		$coordinator->safe_psql('postgres', 'SELECT id FROM tags'),
+		map { $servers{$_}->safe_psql('postgres', 'SELECT id FROM local_ids') } @names);
+	push @all_ids, @ids;
+	my $total = 0;
+	$total += grep { $_ ne '' } split /\n/, $_ for @ids;
+	my $expected_total = 0;
+	$expected_total += $_ for values %expected_events, values %expected_tags, values %expected_local;
+	is($total, $expected_total, "$scope: $expected_total IDs in all");
+	is(duplicate_ids(@ids), 0, "$scope: no ID twice among the $total IDs of the three servers");
+
+	# Each server's IDs decode to workers of the blocks its agent leased;
+	# which server made an ID is where the default was evaluated (see the
+	# top): the server the statement ran on (origin), but the workers
+	# holding the seed rows for INSERT ... SELECT from events (phase copy),
+	# never the coordinator.
+	my %blocks = map {
+		my $name = $_;
+		($name => [ map { [ $_->{first_worker}, $_->{last_worker} ] }
+			  grep { ($_->{first_worker} // '') =~ /^\d+$/ } registry_status($servers{$name}) ])
+	} @names;
+	my %workers = (
+		events => $coordinator->safe_psql('postgres', 'SELECT DISTINCT origin, phase, uid_worker_id(id) FROM events'),
+		tags => $coordinator->safe_psql('postgres', 'SELECT DISTINCT origin, phase, uid_worker_id(id) FROM tags'),
+		local_ids => join("\n", map { $servers{$_}->safe_psql('postgres',
+			'SELECT DISTINCT origin, phase, uid_worker_id(id) FROM local_ids') } @names));
+	note("$scope: leased blocks: "
+		  . join('; ', map { "$_ " . join(' ', map { "$_->[0]-$_->[1]" } @{ $blocks{$_} }) } @names));
+	for my $table (sort keys %workers)
+	{
+		my %wrong;
+		for my $row (split /\n/, $workers{$table})
+		{
+			my ($origin, $phase, $worker) = split /\|/, $row;
+			my @makers = grep {
+				grep { $worker >= $_->[0] && $worker <= $_->[1] } @{ $blocks{$_} }
+			} @names;
+			my $maker = @makers == 1 ? $makers[0] : @makers ? 'several servers' : 'no server';
+			next if $phase eq 'copy' ? $maker =~ /^w[12]$/ : $maker eq $origin;
+			$wrong{"$phase rows of $origin by $maker"} = 1;
+		}
+		is(join('; ', sort keys %wrong), '', "$scope: $table: every ID made by the server it should be");
+	}
+
+	# ---- the window, by ID
+
+	my $window = "id BETWEEN uid_min('$t1') AND uid_max('$t2')";
+	for my $check ([ $coordinator, 'events', 150 ], [ $coordinator, 'tags', 15 ], map { [ $servers{$_}, 'local_ids', 20 ] } @names)
+	{
+		my ($node, $table, $rows) = @$check;
+		is($node->safe_psql('postgres', "SELECT count(*) FROM $table WHERE $window") . ' '
+			  . $node->safe_psql('postgres', "SELECT count(*) FROM $table WHERE $window AND phase = 'window'"),
+			"$rows $rows", "$scope: $table on " . $node->name
+			  . ": the IDs between t1 and t2 select the $rows rows inserted between them, and no other");
 	}
 }
-usleep(20_000);
-my $t1 = $coordinator->safe_psql('postgres', 'SELECT clock_timestamp()');
-usleep(20_000);
-insert_phase('window');
-usleep(20_000);
-my $t2 = $coordinator->safe_psql('postgres', 'SELECT clock_timestamp()');
-usleep(20_000);
-insert_phase('after');
-
-# ---- every row, once -------------------------------------------------------
-
-my %expected_events;
-my %expected_tags;
-my %expected_local;
-for my $name (@names)
-{
-	for my $kind (keys %kinds)
-	{
-		my $transactions = $kinds{$kind}{clients} * $kinds{$kind}{transactions};
-		$expected_events{"$name $kind"} = $kinds{$kind}{events} * $transactions if $kinds{$kind}{events};
-		$expected_tags{"$name $kind"} = $kinds{$kind}{tags} * $transactions if $kinds{$kind}{tags};
-		$expected_local{"$name $kind"} = $kinds{$kind}{local_ids} * $transactions if $kinds{$kind}{local_ids};
-	}
-	for my $phase ('window', 'after')
-	{
-		$expected_events{"$name $phase"} = 50;
-		$expected_tags{"$name $phase"} = 5;
-		$expected_local{"$name $phase"} = 20;
-	}
-}
-$expected_events{'coordinator seed'} = 100;
 
 # "origin phase count" lines, sorted.
 sub counts
@@ -229,92 +352,13 @@ sub as_counts
 	my ($expected) = @_;
 	return join("\n", map { "$_ $expected->{$_}" } sort keys %$expected);
 }
-is(counts($coordinator, 'events'), as_counts(\%expected_events), 'events: every row, through the coordinator');
-is(counts($w1, 'events'), as_counts(\%expected_events), 'events: every row, through a worker');
-is(counts($coordinator, 'tags'), as_counts(\%expected_tags), 'tags: every row');
-is(counts($w2, 'tags'), counts($coordinator, 'tags'), 'tags: the same rows on another node');
-for my $name (@names)
-{
-	is(counts($servers{$name}, 'local_ids'),
-		as_counts({ map { /^\Q$name\E / ? ($_ => $expected_local{$_}) : () } keys %expected_local }),
-		"local_ids on $name: every row");
-}
-
-my %ids = (
-	events => $coordinator->safe_psql('postgres', 'SELECT id FROM events'),
-	tags => $coordinator->safe_psql('postgres', 'SELECT id FROM tags'),
-	map { ("local_ids on $_" => $servers{$_}->safe_psql('postgres', 'SELECT id FROM local_ids')) } @names);
-my $total = 0;
-for my $list (values %ids)
-{
-	$total += grep { $_ ne '' } split /\n/, $list;
-}
-my $expected_total = 0;
-$expected_total += $_ for values %expected_events, values %expected_tags, values %expected_local;
-is($total, $expected_total, "$expected_total IDs in all");
-is(duplicate_ids(values %ids), 0, "no ID twice among the $total IDs of the three servers");
-
-# Each server's IDs decode to workers of the blocks its agent leased; which
-# server made an ID is where the default was evaluated (see the top): the
-# server the statement ran on (origin), but the workers holding the seed rows
-# for INSERT ... SELECT from events (phase copy), never the coordinator.
-my %blocks = map {
-	my $name = $_;
-	($name => [ map { [ $_->{first_worker}, $_->{last_worker} ] } grep { ($_->{first_worker} // '') =~ /^\d+$/ }
-		  registry_status($servers{$name}) ])
-} @names;
-sub maker
-{
-	my ($worker) = @_;
-	my @makers = grep {
-		grep { $worker >= $_->[0] && $worker <= $_->[1] } @{ $blocks{$_} }
-	} @names;
-	return @makers == 1 ? $makers[0] : @makers ? 'several servers' : 'no server';
-}
-my %workers = (
-	events => $coordinator->safe_psql('postgres', 'SELECT DISTINCT origin, phase, uid_worker_id(id) FROM events'),
-	tags => $coordinator->safe_psql('postgres', 'SELECT DISTINCT origin, phase, uid_worker_id(id) FROM tags'),
-	local_ids => join("\n", map { $servers{$_}->safe_psql('postgres',
-		'SELECT DISTINCT origin, phase, uid_worker_id(id) FROM local_ids') } @names));
-note('leased blocks: ' . join('; ', map { "$_ " . join(' ', map { "$_->[0]-$_->[1]" } @{ $blocks{$_} }) } @names));
-for my $table (sort keys %workers)
-{
-	my %wrong;
-	for my $row (split /\n/, $workers{$table})
-	{
-		my ($origin, $phase, $worker) = split /\|/, $row;
-		my $maker = maker($worker);
-		next if $phase eq 'copy' ? $maker =~ /^w[12]$/ : $maker eq $origin;
-		$wrong{"$phase rows of $origin by $maker"} = 1;
-	}
-	is(join('; ', sort keys %wrong), '', "$table: every ID made by the server it should be");
-}
-
-# ---- the window, by ID -----------------------------------------------------
-
-my $window = "id BETWEEN uid_min('$t1') AND uid_max('$t2')";
-is($coordinator->safe_psql('postgres', "SELECT count(*) FROM events WHERE $window"), 3 * 50,
-	'events: the IDs between t1 and t2 select the 150 rows inserted between them');
-is($coordinator->safe_psql('postgres', "SELECT count(*) FROM events WHERE $window AND phase = 'window'"), 3 * 50,
-	'events: ... and no other');
-is($coordinator->safe_psql('postgres', "SELECT count(*) FROM tags WHERE $window AND phase = 'window'") . ' '
-	  . $coordinator->safe_psql('postgres', "SELECT count(*) FROM tags WHERE $window"),
-	'15 15', 'tags: the same');
-for my $name (@names)
-{
-	is($servers{$name}->safe_psql('postgres', "SELECT count(*) FROM local_ids WHERE $window AND phase = 'window'")
-		  . ' ' . $servers{$name}->safe_psql('postgres', "SELECT count(*) FROM local_ids WHERE $window"),
-		'20 20', "local_ids on $name: the same");
-}
-
-done_testing();
 
 # pgbench in the background: clients sessions of transactions each, from
 # file; returns what finish_pgbench needs.
 sub start_pgbench
 {
-	my ($node, $label, $file, $clients, $transactions, @options) = @_;
-	my $run = { label => $label, expected => $clients * $transactions, out => '', err => '' };
+	my ($node, $kind, $label, $file, $clients, $transactions, @options) = @_;
+	my $run = { kind => $kind, label => $label, expected => $clients * $transactions, out => '', err => '' };
 	$run->{handle} = IPC::Run::start(
 		[ 'pgbench', '--no-vacuum', "--client=$clients", "--jobs=$clients", "--transactions=$transactions",
 		  @options, '--file', $file, $node->connstr('postgres') ],
@@ -324,11 +368,14 @@ sub start_pgbench
 
 # Waits for a run of start_pgbench; passes if every transaction committed (a
 # duplicate key in events, tags or local_ids would have failed one).
+# Returns how many did.
 sub finish_pgbench
 {
 	my ($run) = @_;
 	$run->{handle}->finish;
-	my $ok = $run->{handle}->result == 0 && $run->{out} =~ m{processed: $run->{expected}/$run->{expected}\b};
-	ok($ok, "$run->{label}: $run->{expected} transactions committed")
+	my ($processed) = $run->{out} =~ m{processed: (\d+)/};
+	ok($run->{handle}->result == 0 && ($processed // -1) == $run->{expected},
+		"$run->{label}: $run->{expected} transactions committed")
 	  or diag("pgbench: $run->{out}$run->{err}");
+	return $processed // 0;
 }
