@@ -27,12 +27,14 @@
 #    inside the distributed transaction that Citus then commits with two-phase
 #    commit (PREPARE TRANSACTION on those backends).  The rows are then
 #    repartitioned to the target shards, wherever they are.  In scope
-#    backend, such a backend's first uid_next() claims its worker in that
-#    transaction, and uidgen refuses to PREPARE it (0A000, "cannot PREPARE a
-#    transaction that registered a uidgen worker"): the statement fails
-#    whenever Citus opened a new connection for it.  A TODO below, until uidgen
-#    claims a member's workers outside the session's transaction; scope
-#    server claims in the keeper and takes such statements.
+#    backend such a backend claims its worker in that transaction, and the
+#    first claim of a database that has not joined the registry yet also
+#    inserts its row of uidgen.membership there: two such statements run
+#    from different nodes at once, each joining on both workers, wait for
+#    each other's row across the nodes, and Citus cancels one ("canceling
+#    the transaction since it was involved in a distributed deadlock").  A
+#    TODO below, until a database joins in a transaction of its own; once
+#    joined, and in scope server (the keeper claims), they go through.
 # The shards themselves carry DEFAULT uid_next() as well (Citus deparses
 # non-sequence defaults into the shard DDL, deparser/citus_ruleutils.c), so a
 # write into a shard table on a worker evaluates it on that worker.  So a row
@@ -210,7 +212,7 @@ INSERT INTO events (origin, phase) SELECT '$name', 'copy' FROM events WHERE phas
 	for my $run (@runs)
 	{
 		local $TODO = $scope eq 'backend' && $run->{kind} eq 'copy'
-		  ? 'uidgen cannot PREPARE the transaction in which a backend claimed its worker' : undef;
+		  ? 'a database joins the registry in the transaction of its first claim: a distributed deadlock' : undef;
 		my ($name) = $run->{label} =~ / on (\S+)/;
 		$committed{$name}{ $run->{kind} } += finish_pgbench($run);
 	}
@@ -360,8 +362,8 @@ sub start_pgbench
 	my ($node, $kind, $label, $file, $clients, $transactions, @options) = @_;
 	my $run = { kind => $kind, label => $label, expected => $clients * $transactions, out => '', err => '' };
 	$run->{handle} = IPC::Run::start(
-		[ 'pgbench', '--no-vacuum', "--client=$clients", "--jobs=$clients", "--transactions=$transactions",
-		  @options, '--file', $file, $node->connstr('postgres') ],
+		[ 'pgbench', '--no-vacuum', '--verbose-errors', "--client=$clients", "--jobs=$clients",
+		  "--transactions=$transactions", @options, '--file', $file, $node->connstr('postgres') ],
 		'>', \$run->{out}, '2>', \$run->{err});
 	return $run;
 }
