@@ -76,17 +76,24 @@ forget_cached(Oid relid)
  * predate a uid_configure that committed while this process waited for its
  * lock (decoding_layout()).  The row version that snapshot sees has then
  * been replaced by a committed update: error rather than decode under the
- * old layout.  (Nothing else locks or updates uidgen.config's row.)
+ * old layout.  (Nothing else updates uidgen.config's row, and only its
+ * updater locks it.)
  */
 void
 refuse_stale_layout()
 {
-	spi_run("SELECT xmax FROM uidgen.config", 0, nullptr, nullptr, Visibility::ReadOnly, SPI_OK_SELECT);
+	spi_run("SELECT xmin, xmax FROM uidgen.config", 0, nullptr, nullptr, Visibility::ReadOnly, SPI_OK_SELECT);
 
-	TransactionId xmax = spi_xid(0, 0);
+	TransactionId xmin = spi_xid(0, 0);
+	TransactionId xmax = spi_xid(0, 1);
 
-	if (TransactionIdIsNormal(xmax) && !TransactionIdIsCurrentTransactionId(xmax) &&
-		TransactionIdDidCommit(xmax))
+	/*
+	 * An xmax equal to xmin is the lock its own update left on the version
+	 * it wrote (the BEFORE UPDATE trigger of 2.0.0 locks the row first, and
+	 * heap_update carries that lock over): not an update.
+	 */
+	if (TransactionIdIsNormal(xmax) && !TransactionIdEquals(xmax, xmin) &&
+		!TransactionIdIsCurrentTransactionId(xmax) && TransactionIdDidCommit(xmax))
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not decode with the uidgen layout because it changed during this statement"),
