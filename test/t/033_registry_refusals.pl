@@ -1,0 +1,73 @@
+# What a registry refuses, each with a clear error and nothing issued: a
+# registry database on a standby, a member database that issued IDs under
+# another layout; and the owner-only release of a gone server's blocks.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use UidgenTest;
+
+my $registry = new_registry_node('registry', member => 0, init => { allows_streaming => 1 });
+
+# ---- a registry on a standby ------------------------------------------------
+
+my $standby = new_streaming_standby($registry, 'registry_standby');
+my $member = new_member_node('member', $standby);
+$member->poll_query_until('postgres', q{SELECT bool_or(error LIKE '%standby%') FROM uidgen.registry_status})
+  or die 'a registry on a standby was not refused';
+my $err = psql_error($member, 'postgres', 'SELECT uid_next()');
+like($err, qr/ERROR:  08004: .*uidgen registry ".*" failed.*on a standby/s, 'a registry on a standby: 08004');
+is($member->safe_psql('postgres', 'SELECT count(*) FROM uidgen.worker_node'), '0', 'and nothing was claimed');
+
+# Pointed at the primary, the same member joins.
+$member->append_conf('postgresql.conf', join("\n", registry_conf($registry)) . "\n");
+$member->reload;
+wait_for_registry($member);
+like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'pointed at the primary, the member issues');
+
+# ---- a layout that differs ---------------------------------------------------
+
+# A database that issued IDs under its own layout cannot take the registry's.
+my $other = new_uidgen_node('other', conf => [ "shared_preload_libraries = 'uidgen'" ]);
+$other->safe_psql('postgres', 'SELECT uid_configure(worker_bits => 10, seq_bits => 12); SELECT uid_next()');
+$other->append_conf('postgresql.conf', join("\n", registry_conf($registry)) . "\n");
+$other->reload;
+wait_for_registry($other);
+$err = psql_error($other, 'postgres', 'SELECT uid_next()');
+like($err, qr/ERROR:  55000: the layout of database "postgres" differs from its uidgen registry's/,
+	'a database with IDs under another layout refuses to join: 55000');
+# A fresh database of the same server adopts the registry's layout.
+$other->safe_psql('postgres', 'CREATE DATABASE fresh');
+$other->safe_psql('fresh', 'CREATE EXTENSION uidgen; SELECT uid_configure(worker_bits => 10, seq_bits => 12)');
+$other->safe_psql('fresh', 'SELECT uid_next()');
+is($other->safe_psql('fresh', 'SELECT worker_bits || \'/\' || seq_bits FROM uidgen.config'), '13/9',
+	'a database that never registered a worker adopts the registry\'s layout');
+
+# ---- releasing a gone server's blocks ---------------------------------------
+
+my $life = (registry_status($member))[0]{life};
+$registry->safe_psql('registry', 'CREATE ROLE stranger LOGIN');
+$err = psql_error($registry, 'registry', "SET ROLE stranger; SELECT uid_registry_release('$life')");
+like($err, qr/ERROR:  42501: permission denied for function uid_registry_release/, 'only the owner releases blocks');
+my $released = $registry->safe_psql('registry', "SELECT uid_registry_release('$life')");
+cmp_ok($released, '>=', 1, "the owner releases the member's $released block(s)");
+is($registry->safe_psql('registry', "SELECT DISTINCT status FROM uidgen.server_lives WHERE life = '$life'"),
+	'released', 'the view shows them released');
+is($registry->safe_psql('registry', qq{
+	SELECT bool_and(reusable_after >= lease_expires_at) FROM uidgen.worker_block WHERE life = '$life'}),
+	't', 'they return to the pool only after their lease ends (plus max_borrow)');
+# The member can no longer renew them: it drops them at its next renewal
+# and issues from blocks still leased to it.
+my $released_blocks = $registry->safe_psql('registry',
+	"SELECT string_agg(block::text, ',') FROM uidgen.worker_block WHERE life = '$life' AND status = 'released'");
+$member->poll_query_until('postgres', "SELECT count(*) = 0 FROM uidgen.registry_status WHERE block IN ($released_blocks)")
+  or die "the member kept its released blocks $released_blocks";
+pass("the member dropped its released blocks ($released_blocks)");
+like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'and issues from blocks leased anew');
+my @blocks = map { $_->{block} } registry_status($member);
+is($registry->safe_psql('registry', "SELECT count(*) FROM uidgen.worker_block WHERE block IN (" . join(',', @blocks)
+	. ") AND (life <> '$life' OR status <> 'leased')"), '0', 'every block it holds is leased to it');
+
+done_testing();
