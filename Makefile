@@ -14,6 +14,7 @@
 #   make cursor-bench       the shared cursor word against a ring buffer
 #                           (no PostgreSQL needed; see test/bench/README.md)
 #   make bench-scope        the server-wide generator's targets (uidgen.scope)
+#   make bench-registry     what a registry (uidgen.registry) costs a member
 
 EXTENSION = uidgen
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
@@ -123,7 +124,12 @@ bench:
 bench-scope:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/scope.sh
 
-.PHONY: unit test test-all demo bench bench-scope cursor-bench
+# What a registry costs a member's sessions, against a server without one
+# (test/bench/README.md); ROUNDS=N sets the rounds.  Not part of test.
+bench-registry:
+	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/registry.sh
+
+.PHONY: unit test test-all demo bench bench-scope bench-registry cursor-bench
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:

@@ -71,50 +71,15 @@ case $preload in server | both | none) ;; *) die "UIDGEN_PRELOAD must be server,
 keys=(uid identity)
 
 ensure_packages "${REQUIRED_PACKAGES[@]}"
-if [ "$(id -u)" -eq 0 ]; then
-	args=()
-	[ $quick -eq 0 ] || args+=(--quick)
-	status=0
-	ROUNDS=$rounds rerun_for_results "${out:-$here/results}" test/bench/scope.sh "${args[@]}" || status=$?
-	if [ $status -eq 0 ] && [ "$name" = scope ] && [ -z "$out" ]; then
-		refresh_readme "$here/results/$name.md" bench-scope
-	fi
-	exit $status
-fi
+bench_as_root test/bench/scope.sh scope bench-scope
 
 # ---- as anyone else: build, start two clusters, measure -------------------
 
 bench_workspace uidgen-bench-scope
 declare -A port postmaster keeper
 
-cleanup() {
-	local status=$? scope
-	for scope in "${scopes[@]}"; do
-		[ -z "${port[$scope]:-}" ] || stop_cluster "$bindir" "$scratch/data-$scope"
-		if [ $status -ne 0 ] && [ -f "$scratch/data-$scope/server.log" ]; then
-			echo "--- server log of scope $scope (tail)" >&2
-			tail -20 "$scratch/data-$scope/server.log" >&2
-		fi
-	done
-	[ -n "${UIDGEN_KEEP:-}" ] || rm -rf "$scratch"
-}
+cleanup() { stop_clusters $? "${scopes[@]}"; }
 trap cleanup EXIT
-
-# q SCOPE PSQL-ARGS...: psql on that scope's cluster, over 127.0.0.1.
-q() {
-	local scope=$1; shift
-	psql -X -qAt -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "${port[$scope]}" "$@"
-}
-
-# bench SCOPE PGBENCH-ARGS... (LOG first): pgbench_tps on that scope's
-# database bench.
-bench() {
-	local scope=$1 log=$2; shift 2
-	pgbench_tps "$log" -h 127.0.0.1 -p "${port[$scope]}" -n "$@" bench
-}
-
-# sample SECTION SCOPE KEY PARAM METRIC ROUND VALUE: one measurement.
-sample() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$samples"; }
 
 # A cluster per scope, each session keeping the scope it starts with.  The
 # settings of run.sh (common.sh: measuring_conf), and uidgen.max_borrow 1 h:
@@ -224,61 +189,6 @@ density() {
 	done
 }
 
-# statement EXPR ROWS: the query that bench.run() times (setup.sql) on the
-# server's clock: ROWS values of EXPR over a bare series.
-statement() { echo "SELECT started, finished FROM bench.run(\$q\$SELECT count($1) FROM generate_series(1, $2) g\$q\$);"; }
-
-# session SCOPE [START] < STATEMENTS: one new backend that takes a few IDs
-# (for uid_next() to register or attach; not timed), then, given START (Unix
-# seconds), waits for it, and runs the statements.  In-memory tuplestores:
-# the series must not go to disk.  Prints a line a statement: "started
-# finished cpu", the wall-clock times from bench.run() and the seconds the
-# backend spent on a CPU (user and system, from getrusage(), which
-# log_statement_stats reports for each statement with microseconds).  On a
-# shared machine the wall clock also counts the time the backend waited for a
-# CPU that another process had.
-session() {
-	local scope=$1 start=${2:-} out
-	out=$(mktemp "$work/session.XXXXXX")
-	{
-		echo "SET work_mem = '1GB';"
-		echo "SELECT count(public.uid_next()) FROM generate_series(1, 1000) g \\g /dev/null"
-		[ -z "$start" ] || echo "SELECT pg_catalog.pg_sleep_until(pg_catalog.to_timestamp($start)) \\g /dev/null"
-		echo "SET client_min_messages = log;"
-		echo "SET log_statement_stats = on;"
-		cat
-	} | q "$scope" -F ' ' -d bench >"$out" 2>"$out.log"
-	# "!	0.198403 s user, 0.003992 s system, 0.202409 s elapsed"
-	awk '/ s user, .* s system, .* s elapsed/ { print $2 + $5 }' "$out.log" | paste -d ' ' "$out" -
-	rm -f "$out" "$out.log"
-}
-
-# 3. uid_next() over a bare series against the bare series, in one new
-# session (the order alternating), id_reps times a round: the cost per row
-# on the wall clock and on the CPU, and what uid_next() adds to the series.
-per_id() {
-	local round=$1 scope rep first b0 b1 bcpu u0 u1 ucpu
-	for scope in $(rotated "$round" "${scopes[@]}"); do
-		for rep in $(seq "$id_reps"); do
-			first=$(((round + rep) % 2))
-			{
-				[ $first -eq 0 ] || statement g "$id_rows"
-				statement 'public.uid_next()' "$id_rows"
-				[ $first -eq 1 ] || statement g "$id_rows"
-			} | session "$scope" >"$work/per_id"
-			# The bare series is on the first line or the second.
-			read -r b0 b1 bcpu < <(sed -n "$((2 - first))p" "$work/per_id")
-			read -r u0 u1 ucpu < <(sed -n "$((1 + first))p" "$work/per_id")
-			sample per_id "$scope" bare "$id_rows" ns_per_row "$round" "$(calc "($b1 - $b0) * 1e9 / $id_rows")"
-			sample per_id "$scope" bare "$id_rows" cpu_ns_per_row "$round" "$(calc "$bcpu * 1e9 / $id_rows")"
-			sample per_id "$scope" uid "$id_rows" ns_per_row "$round" "$(calc "($u1 - $u0) * 1e9 / $id_rows")"
-			sample per_id "$scope" uid "$id_rows" cpu_ns_per_row "$round" "$(calc "$ucpu * 1e9 / $id_rows")"
-			sample per_id "$scope" uid "$id_rows" ns_above_bare "$round" "$(calc "($u1 - $u0 - $b1 + $b0) * 1e9 / $id_rows")"
-			sample per_id "$scope" uid "$id_rows" cpu_ns_above_bare "$round" "$(calc "($ucpu - $bcpu) * 1e9 / $id_rows")"
-		done
-	done
-}
-
 # 4. 1 and 2 backends, started together, each making scale_rows values (of
 # uid_next(), and of the bare series for what the machine itself scales to):
 # values per second of all of them, from the first start to the last finish;
@@ -353,17 +263,8 @@ generator_state() {
 }
 
 report() {
-	local pg cpu_model mem
-	pg=$(q backend -c "SELECT version()")
-	cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-	mem=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 	{
-		echo "# uidgen benchmark: server-wide generator (uidgen.scope)"
-		echo
-		echo "- $(date -u '+%Y-%m-%d %H:%M UTC'), uidgen $(q backend -d bench -c "SELECT extversion FROM pg_extension WHERE extname = 'uidgen'") (\`$commit\`), $rounds round(s)$([ $quick -eq 0 ] || echo ', **--quick: small sizes, figures not to be quoted**'), $(calc "($(now) - $started) / 60" | xargs printf '%.1f') minutes"
-		echo "- command: \`$command\` (or \`make bench-scope\`$([ "$server_major" = "$PG_MAJOR" ] || echo ' with PG_CONFIG'))"
-		echo "- $cores cores (\`nproc\`), ${cpu_model:-unknown CPU}, $mem; load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
-		echo "- $pg"
+		report_head "uidgen benchmark: server-wide generator (uidgen.scope)" backend bench-scope
 		echo "- two clusters on 127.0.0.1, \`uidgen.scope = server\` and \`uidgen.scope = backend\`, $(preload_words); each: shared_buffers 512MB, synchronous_commit off, fsync off, jit off, no parallel query, \`uidgen.max_borrow\` 1h"
 		echo "- uidgen's settings in the server cluster: $(q server -d bench -c "SELECT string_agg(format('\`%s = %s%s\`', name, setting, coalesce(unit, '')), ', ' ORDER BY name) FROM pg_settings WHERE name LIKE 'uidgen.%'")"
 		generator_state
@@ -374,11 +275,7 @@ report() {
 	cp "$samples" "$out/$name.tsv"
 }
 
-command="$([ "$rounds" -eq 6 ] && [ $quick -eq 0 ] || echo "ROUNDS=$rounds ")test/bench/scope.sh$([ $quick -eq 0 ] || echo ' --quick')"
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-started=$(now)
-log "building uidgen into a private copy of $("$PG_CONFIG" --version)"
-(cd "$top" && build_and_install "$bindir" "$work/build.log") >&2
+bench_build test/bench/scope.sh
 for scope in "${scopes[@]}"; do start_scope_cluster "$scope"; done
 write_scripts
 for round in $(seq "$rounds"); do
@@ -387,15 +284,11 @@ for round in $(seq "$rounds"); do
 	log "round $round of $rounds: 2. density"
 	density "$round"
 	log "round $round of $rounds: 3. per-ID cost"
-	per_id "$round"
+	per_id "$round" "${scopes[@]}"
 	log "round $round of $rounds: 4. scaling"
 	scaling "$round"
 	log "round $round of $rounds: 5. inserts"
 	inserts "$round"
 done
 report
-log "done in $(calc "($(now) - $started) / 60" | xargs printf '%.1f') minutes; results in $out/$name.md"
-if [ $default_out -eq 1 ] && [ "$name" = scope ]; then
-	refresh_readme "$out/$name.md" bench-scope
-fi
-cat "$out/$name.md"
+bench_done scope bench-scope
