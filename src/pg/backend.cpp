@@ -129,26 +129,26 @@ struct IssuingWorker
 {
 	/* A floor past the end of the layout's time leaves a generator that can only say so. */
 	IssuingWorker(Oid registry_relid, const Layout &layout, int64_t worker, int64_t floor_delta, bool leased)
-		: registry_relid(registry_relid), reservation(layout, worker, leased),
+		: registry_relid(registry_relid), reservation(layout, worker, leased, registry_may_have_changed),
 		  generator(layout, worker, std::min(floor_delta, layout.max_delta()), reservation)
 	{
 	}
 	IssuingWorker(const IssuingWorker &) = delete;
 	IssuingWorker &operator=(const IssuingWorker &) = delete;
 
-	/* Also whether it is still the kind of worker uidgen.registry asks for, and its lease holds. */
-	bool ready() const
-	{
-		return claim.written() && !locks_lost && !registry_may_have_changed && !reservation.lost() &&
-			   reservation.leased() == registry_configured();
-	}
+	bool ready() const { return claim.written() && !locks_lost && !registry_may_have_changed; }
 
 	Oid registry_relid;				 /* uidgen.worker_node when it was claimed */
+	/*
+	 * A relcache invalidation of registry_relid, a change of uidgen.registry
+	 * or a lease that ended: prepare_to_issue() looks again.  Before
+	 * reservation, which sets it.
+	 */
+	bool registry_may_have_changed = false;
 	LeasedReservation reservation;	 /* before generator, which refers to it */
 	Generator generator;
 	ClaimState claim;
 	bool locks_lost = false;		 /* a session lock could not be taken back */
-	bool registry_may_have_changed = false; /* a relcache invalidation of registry_relid */
 };
 
 struct BackendState
@@ -275,13 +275,12 @@ prepare_to_issue()
 		/* DROP and CREATE EXTENSION: the worker belonged to a registry that is gone. */
 		if (worker_node_relid() != state.issuing->registry_relid)
 			forget_registry();
+		/* uidgen.registry was set or unset, or the worker's lease ran out: claim another. */
+		else if (state.issuing->reservation.lost() || state.issuing->reservation.leased() != registry_configured())
+			retire_issuing_worker();
 		else
 			state.issuing->registry_may_have_changed = false;
 	}
-	/* uidgen.registry was set or unset, or the worker's lease ran out: claim another. */
-	if (state.issuing && (state.issuing->reservation.lost() ||
-						  state.issuing->reservation.leased() != registry_configured()))
-		retire_issuing_worker();
 	if (state.issuing && state.issuing->locks_lost)
 	{
 		if (relock_worker(state.issuing->registry_relid, state.issuing->generator.worker_id()))
@@ -537,6 +536,13 @@ current_worker()
 	if (!state.issuing)
 		return std::nullopt;
 	return state.issuing->generator.worker_id();
+}
+
+void
+registry_setting_changed()
+{
+	if (state.issuing)
+		state.issuing->registry_may_have_changed = true;
 }
 
 void

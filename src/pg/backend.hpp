@@ -32,6 +32,9 @@ std::optional<int64_t> current_worker();
 
 void register_backend_callbacks();
 
+/* uidgen.registry's assign hook: the issuing worker may no longer be of the kind it asks for. */
+void registry_setting_changed();
+
 /* A worker claimed, with its session locks held and its claim written in the current transaction. */
 struct Registration
 {

@@ -132,6 +132,12 @@ reserved_until_relid()
 	return cached_reserved_until_relid;
 }
 
+Oid
+membership_relid()
+{
+	return lookup_relid_if_exists("membership");
+}
+
 Layout
 read_layout(bool latest, char **origin)
 {

@@ -26,6 +26,12 @@ Oid worker_node_relid();
 Oid reserved_until_relid();
 
 /*
+ * OID of uidgen.membership, or InvalidOid when the extension's SQL objects
+ * are older than it (2.0.0).  Not cached: only registrations ask.
+ */
+Oid membership_relid();
+
+/*
  * The database's layout, cached for the backend; uid_configure invalidates
  * the cache of every backend through a relcache invalidation of
  * uidgen.config.

@@ -27,9 +27,6 @@ namespace {
 
 FleetState *attached = nullptr;
 
-shmem_request_hook_type previous_request_hook = nullptr;
-shmem_startup_hook_type previous_startup_hook = nullptr;
-
 /*
  * How much of a lease must be left for a block to hand out a worker: a
  * worker whose lease ends at once would only fail.
@@ -53,28 +50,6 @@ initialize(FleetState *state)
 	/* An RFC 9562 version 4 UUID. */
 	state->life[6] = (state->life[6] & 0x0f) | 0x40;
 	state->life[8] = (state->life[8] & 0x3f) | 0x80;
-}
-
-void
-request_hook()
-{
-	if (previous_request_hook)
-		previous_request_hook();
-	RequestAddinShmemSpace(sizeof(FleetState));
-}
-
-void
-startup_hook()
-{
-	bool found;
-
-	if (previous_startup_hook)
-		previous_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	attached = static_cast<FleetState *>(ShmemInitStruct("uidgen fleet", sizeof(FleetState), &found));
-	if (!found)
-		initialize(attached);
-	LWLockRelease(AddinShmemInitLock);
 }
 
 /* A block that can grant a worker now; under the mutex. */
@@ -114,12 +89,13 @@ FleetRules::layout() const
 }
 
 void
-request_fleet_state()
+attach_fleet_state()
 {
-	previous_request_hook = shmem_request_hook;
-	shmem_request_hook = request_hook;
-	previous_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = startup_hook;
+	bool found;
+
+	attached = static_cast<FleetState *>(ShmemInitStruct("uidgen fleet", sizeof(FleetState), &found));
+	if (!found)
+		initialize(attached);
 }
 
 FleetState *
@@ -183,83 +159,107 @@ report_fleet_failure(const char *what)
 	pg_unreachable();
 }
 
+void
+wait_for_agent(int64_t until_mono, const char *what)
+{
+	FleetState *state = fleet_state();
+
+	SpinLockAcquire(&state->mutex);
+	/* The agent could not reach the registry, or was refused: waiting would not help. */
+	bool failed = state->status == AgentStatus::Failed;
+	SpinLockRelease(&state->mutex);
+	int64_t left = until_mono - monotonic_ms();
+	if (failed || left <= 0)
+		report_fleet_failure(what);
+
+	wake_agent();
+	/* Interruptible; an error leaves the sleep through ConditionVariableCancelSleep() at abort. */
+	ConditionVariablePrepareToSleep(&state->changed);
+	(void) ConditionVariableTimedSleep(&state->changed, std::min<int64_t>(left, 1000), PG_WAIT_EXTENSION);
+	ConditionVariableCancelSleep();
+}
+
+namespace {
+
+/* A worker for database from a block with room, or nullopt; errors when the grants are full. */
+std::optional<FleetWorker>
+try_take(FleetState *state, Oid database, const char *database_name)
+{
+	std::optional<FleetWorker> taken;
+	bool grants_full = false;
+
+	SpinLockAcquire(&state->mutex);
+	FleetBlock *b = block_with_room(state, monotonic_ms());
+	if (b != nullptr && state->ngrants >= max_fleet_grants)
+		grants_full = true;
+	else if (b != nullptr)
+	{
+		FleetGrant &g = state->grants[state->ngrants++];
+
+		g.worker = b->next_worker++;
+		g.database = database;
+		namestrcpy(&g.database_name, database_name);
+		g.reported = false;
+		g.issued_until = -1;
+		taken = FleetWorker{g.worker, b->floor_delta};
+	}
+	SpinLockRelease(&state->mutex);
+
+	if (grants_full)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("this server has granted %d uidgen workers since it started", max_fleet_grants),
+				 errhint("Restart the server, or use uidgen.scope = 'server', which needs one worker a "
+						 "database.")));
+	return taken;
+}
+
+void
+count_waiting(FleetState *state, int delta)
+{
+	SpinLockAcquire(&state->mutex);
+	state->waiting += delta;
+	SpinLockRelease(&state->mutex);
+}
+
+} // namespace
+
+namespace {
+
+/* Waits for a block with room, counted among the registrations that wait. */
+FleetWorker
+take_waiting(FleetState *state, Oid database, const char *database_name, int64_t until)
+{
+	std::optional<FleetWorker> taken;
+
+	count_waiting(state, 1);
+	PG_TRY();
+	{
+		while (!(taken = try_take(state, database, database_name)))
+			wait_for_agent(until, "could not lease a block of worker ids");
+	}
+	PG_CATCH();
+	{
+		count_waiting(state, -1);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	count_waiting(state, -1);
+	return *taken;
+}
+
+} // namespace
+
 FleetWorker
 take_fleet_worker(Oid database, const char *database_name, int timeout_ms)
 {
 	FleetState *state = fleet_state();
-	int64_t waited_until = monotonic_ms() + timeout_ms;
-	bool counted = false;
+	std::optional<FleetWorker> taken = try_take(state, database, database_name);
+	FleetWorker worker = taken ? *taken : take_waiting(state, database, database_name, monotonic_ms() + timeout_ms);
 
-	for (;;)
-	{
-		std::optional<FleetWorker> taken;
-		bool grants_full = false;
-
-		SpinLockAcquire(&state->mutex);
-		FleetBlock *b = block_with_room(state, monotonic_ms());
-		if (b != nullptr && state->ngrants >= max_fleet_grants)
-			grants_full = true;
-		else if (b != nullptr)
-		{
-			FleetGrant &g = state->grants[state->ngrants++];
-
-			g.worker = b->next_worker++;
-			g.database = database;
-			namestrcpy(&g.database_name, database_name);
-			g.reported = false;
-			g.issued_until = -1;
-			taken = FleetWorker{g.worker, b->floor_delta};
-		}
-		if (counted && (taken || grants_full))
-			state->waiting--;
-		else if (!counted && !taken && !grants_full)
-			state->waiting++;
-		SpinLockRelease(&state->mutex);
-
-		if (grants_full)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("this server has granted %d uidgen workers since it started", max_fleet_grants),
-					 errhint("Restart the server, or use uidgen.scope = 'server', which needs one worker a "
-							 "database.")));
-		if (taken)
-		{
-			/* Keep a block in reserve: the agent leases the next one now. */
-			wake_agent();
-			return *taken;
-		}
-		counted = true;
-
-		wake_agent();
-		int64_t left = waited_until - monotonic_ms();
-		SpinLockAcquire(&state->mutex);
-		/* The agent could not reach the registry, or was refused: waiting would not help. */
-		bool failed = state->status == AgentStatus::Failed;
-		SpinLockRelease(&state->mutex);
-		if (left <= 0 || failed)
-		{
-			SpinLockAcquire(&state->mutex);
-			state->waiting--;
-			SpinLockRelease(&state->mutex);
-			report_fleet_failure("could not lease a block of worker ids");
-		}
-		/* Interruptible: a cancel leaves the wait (and ConditionVariableCancelSleep at abort). */
-		ConditionVariablePrepareToSleep(&state->changed);
-		PG_TRY();
-		{
-			(void) ConditionVariableTimedSleep(&state->changed, std::min<int64_t>(left, 1000), PG_WAIT_EXTENSION);
-		}
-		PG_CATCH();
-		{
-			ConditionVariableCancelSleep();
-			SpinLockAcquire(&state->mutex);
-			state->waiting--;
-			SpinLockRelease(&state->mutex);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		ConditionVariableCancelSleep();
-	}
+	/* Keep a block in reserve: the agent leases the next one now if this one runs low. */
+	wake_agent();
+	return worker;
 }
 
 void

@@ -107,8 +107,12 @@ struct FleetState
 	FleetGrant grants[max_fleet_grants];
 };
 
-/* Reserves and attaches the shared memory; preloading only. */
-void request_fleet_state();
+/*
+ * Attaches (and at the first attach, initializes) the fleet's part of the
+ * main shared memory; from shared_state.cpp's startup hook, under
+ * AddinShmemInitLock, which also requests its space.  Preloading only.
+ */
+void attach_fleet_state();
 /* nullptr unless uidgen is preloaded. */
 FleetState *fleet_state();
 
@@ -136,6 +140,13 @@ FleetWorker take_fleet_worker(Oid database, const char *database_name, int timeo
  */
 void note_fleet_exit(int64_t worker, int64_t last_delta);
 int64_t fleet_issued_until(int64_t worker);
+
+/*
+ * Waits for the agent's next change (at most a second), interruptibly;
+ * raises report_fleet_failure(what) instead when the agent failed or
+ * until_mono has passed.
+ */
+void wait_for_agent(int64_t until_mono, const char *what);
 
 /* The workers granted to database in this server life whose blocks it still leases (palloc'd), for reuse. */
 int64_t *granted_workers(Oid database, int *count);

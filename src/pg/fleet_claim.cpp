@@ -53,11 +53,7 @@ require_fleet_support()
 				 errdetail("The worker blocks a registry leases are held by a background worker of the server."),
 				 errhint("Add uidgen to shared_preload_libraries and restart the server, or set uidgen.registry "
 						 "to an empty string.")));
-	spi_run("SELECT count(*) FROM pg_catalog.pg_class c "
-			"  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-			" WHERE n.nspname = 'uidgen' AND c.relname = 'membership'",
-			0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
-	if (spi_int64(0, 0) == 0)
+	if (!OidIsValid(membership_relid()))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("uidgen.registry needs uidgen 2.0.0 or later in database \"%s\"",
@@ -69,27 +65,12 @@ require_fleet_support()
 FleetRules
 await_fleet_rules()
 {
-	FleetState *state = fleet_state();
 	int64_t until = monotonic_ms() + fleet_wait_ms;
+	std::optional<FleetRules> rules;
 
-	for (;;)
-	{
-		std::optional<FleetRules> rules = fleet_rules();
-		if (rules)
-			return *rules;
-
-		SpinLockAcquire(&state->mutex);
-		bool failed = state->status == AgentStatus::Failed;
-		SpinLockRelease(&state->mutex);
-		int64_t left = until - monotonic_ms();
-		if (failed || left <= 0)
-			report_fleet_failure("could not read the fleet's layout");
-
-		wake_agent();
-		ConditionVariablePrepareToSleep(&state->changed);
-		(void) ConditionVariableTimedSleep(&state->changed, std::min<int64_t>(left, 1000), PG_WAIT_EXTENSION);
-		ConditionVariableCancelSleep();
-	}
+	while (!(rules = fleet_rules()))
+		wait_for_agent(until, "could not read the fleet's layout");
+	return *rules;
 }
 
 /* A text[] literal of ids, for "= ANY($n::bigint[])". */
@@ -106,53 +87,24 @@ id_array(const int64_t *ids, int count)
 	return text.data;
 }
 
-/* A released worker this life granted to this database, reusable now; 1.0's reuse, within them. */
+/*
+ * 1.0's reuse among the workers this life granted to this database, above
+ * what their last holder noted at its exit too: a holder whose claim went
+ * into a prepared transaction that rolled back, and whose release could
+ * not be written, left the row as it was before (backend.cpp).
+ */
 bool
-claim_granted_worker(const char *identity, Oid registry_relid, int64_t now_delta, Claim *claim)
+claim_granted_worker(const Layout &layout, const char *identity, Oid registry_relid, int64_t now_delta,
+					 Claim *claim)
 {
 	int count;
 	int64_t *granted = granted_workers(MyDatabaseId, &count);
 
-	if (count == 0)
+	if (count == 0 ||
+		!claim_released_worker(layout, identity, registry_relid, now_delta, id_array(granted, count), claim))
 		return false;
-
-	Oid types[3] = {INT8OID, TEXTOID, TEXTOID};
-	Datum values[3] = {Int64GetDatum(now_delta), CStringGetTextDatum(identity),
-					   CStringGetTextDatum(id_array(granted, count))};
-	uint64 rows = spi_run("SELECT id FROM uidgen.worker_node "
-						  "WHERE status = 'released' AND last_time < $1 AND origin = $2 "
-						  "  AND id = ANY ($3::pg_catalog.int8[]) "
-						  "ORDER BY last_time, id LIMIT 64",
-						  3, types, values, Visibility::Latest, SPI_OK_SELECT);
-	int64_t *ids = static_cast<int64_t *>(palloc(sizeof(int64_t) * std::max<uint64>(rows, 1)));
-
-	for (uint64 i = 0; i < rows; i++)
-		ids[i] = spi_int64(i, 0);
-	for (uint64 i = 0; i < rows; i++)
-	{
-		if (!try_lock_worker(registry_relid, ids[i]))
-			continue;
-		/* Read again under the lock: it may have been claimed and released meanwhile. */
-		std::optional<int64_t> last_time = worker_last_time(ids[i]);
-		Oid t[2] = {INT8OID, INT8OID};
-		Datum v[2] = {Int64GetDatum(ids[i]), Int64GetDatum(now_delta)};
-		if (last_time && spi_run("SELECT 1 FROM uidgen.worker_node WHERE id = $1 AND status = 'released' "
-								 "AND last_time < $2",
-								 2, t, v, Visibility::Latest, SPI_OK_SELECT) == 1)
-		{
-			/*
-			 * Above what its last holder noted at its exit too: a holder whose
-			 * claim went into a prepared transaction that rolled back, and
-			 * whose release could not be written, left the row as it was
-			 * before (backend.cpp).
-			 */
-			claim->worker = ids[i];
-			claim->floor_delta = std::max(*last_time, fleet_issued_until(ids[i]));
-			return true;
-		}
-		unlock_worker(registry_relid, ids[i]);
-	}
-	return false;
+	claim->floor_delta = std::max(claim->floor_delta, fleet_issued_until(claim->worker));
+	return true;
 }
 
 /*
@@ -259,10 +211,10 @@ claim_fleet_worker(const Layout &layout, const RegistryOrigin &origin, Oid regis
 
 	if (reuse)
 	{
-		if (claim_granted_worker(origin.identity, registry_relid, now_delta, &claim))
+		if (claim_granted_worker(layout, origin.identity, registry_relid, now_delta, &claim))
 			return claim;
 		if (release_dead_workers(registry_relid, origin.identity, now_delta + borrow_units) > 0 &&
-			claim_granted_worker(origin.identity, registry_relid, now_delta, &claim))
+			claim_granted_worker(layout, origin.identity, registry_relid, now_delta, &claim))
 			return claim;
 	}
 

@@ -6,6 +6,7 @@
 #include "pg/catalog.hpp"
 #include "pg/fleet.hpp"
 #include "pg/guard.hpp"
+#include "pg/registry.hpp"
 #include "pg/time_convert.hpp"
 
 extern "C" {
@@ -19,8 +20,6 @@ extern "C" {
 #include "utils/tuplestore.h"
 #include "utils/uuid.h"
 }
-
-#include <unistd.h>
 
 using namespace uidgen;
 using namespace uidgen::pg;
@@ -91,8 +90,6 @@ uuid_datum(const uint8 *bytes)
  */
 UIDGEN_FUNCTION(registry_status_rows)
 {
-	ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
-
 	pg_call([fcinfo] {
 		InitMaterializedSRF(fcinfo, 0);
 
@@ -135,7 +132,6 @@ UIDGEN_FUNCTION(registry_status_rows)
 			tuplestore_putvalues(rs->setResult, rs->setDesc, values, nulls);
 		}
 	});
-	(void) rsinfo;
 	return static_cast<Datum>(0);
 }
 
@@ -190,14 +186,9 @@ UIDGEN_FUNCTION(uid_local_origin)
 
 			if (found)
 			{
-				char host[256];
-
-				if (gethostname(host, sizeof(host)) != 0)
-					strlcpy(host, "localhost", sizeof(host));
-				host[sizeof(host) - 1] = '\0';
 				values[0] = CStringGetTextDatum(psprintf(UINT64_FORMAT, GetSystemIdentifier()));
 				values[1] = CStringGetTextDatum(NameStr(database));
-				values[2] = CStringGetTextDatum(host);
+				values[2] = CStringGetTextDatum(server_host_name());
 				values[3] = Int32GetDatum(PostPortNumber);
 				values[4] = TimestampTzGetDatum(unix_ms_to_timestamptz(claimed_at_ms));
 				memset(nulls, 0, sizeof(nulls));

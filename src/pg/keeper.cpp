@@ -4,13 +4,13 @@
  */
 #include "pg/keeper.hpp"
 
-#include "core/error.hpp"
 #include "core/shared_cursor.hpp"
 
 #include "pg/backend.hpp"
 #include "pg/catalog.hpp"
 #include "pg/fleet.hpp"
 #include "pg/guard.hpp"
+#include "pg/leased_reservation.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/reservation.hpp"
 #include "pg/settings.hpp"
@@ -37,7 +37,6 @@ extern "C" {
 #include <algorithm>
 #include <cstring>
 #include <optional>
-#include <string>
 
 namespace uidgen::pg {
 
@@ -124,9 +123,7 @@ within_leases(SharedGenerator *g, const Layout &layout, int64_t covered)
 	{
 		std::optional<int64_t> cap = lease_cap_delta(workers[i], layout);
 		if (!cap)
-			throw Error(ErrorKind::ConnectionFailure,
-						"the registry's lease of uidgen worker " + std::to_string(workers[i]) + " has run out",
-						"The server's registry agent could not renew it in time (see uidgen.registry_status).");
+			throw_lease_ended(workers[i]);
 		covered = std::min(covered, *cap);
 	}
 	return covered;

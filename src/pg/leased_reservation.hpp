@@ -24,12 +24,26 @@
 
 namespace uidgen::pg {
 
+/* The error of a worker whose lease ended: class 08, as any failure of the registry. */
+[[noreturn]] inline void
+throw_lease_ended(int64_t worker)
+{
+	throw Error(ErrorKind::ConnectionFailure,
+				"the registry's lease of uidgen worker " + std::to_string(worker) + " has run out",
+				"The server's registry agent could not renew it in time (see uidgen.registry_status).",
+				"The next uid_next() claims a worker from a block the server still holds.");
+}
+
 class LeasedReservation final : public TimeReservation
 {
 public:
-	/* leased: the worker came from a registry's block; otherwise this is the database's reservation. */
-	LeasedReservation(const Layout &layout, int64_t worker, bool leased)
-		: database_(layout), layout_(layout), worker_(worker), leased_(leased)
+	/*
+	 * leased: the worker came from a registry's block; otherwise this is the
+	 * database's reservation.  A lease that ends sets recheck, so that the
+	 * hot path, which looks at that flag anyway, needs no test of its own.
+	 */
+	LeasedReservation(const Layout &layout, int64_t worker, bool leased, bool &recheck)
+		: database_(layout), layout_(layout), worker_(worker), leased_(leased), recheck_(recheck)
 	{
 	}
 
@@ -42,10 +56,8 @@ public:
 		if (!cap || *cap < delta)
 		{
 			lost_ = true;
-			throw Error(ErrorKind::ConnectionFailure,
-						"the registry's lease of uidgen worker " + std::to_string(worker_) + " has run out",
-						"The server's registry agent could not renew it in time (see uidgen.registry_status).",
-						"The next uid_next() claims a worker from a block the server still holds.");
+			recheck_ = true;
+			throw_lease_ended(worker_);
 		}
 		return std::min(database_.extend(delta), *cap);
 	}
@@ -58,6 +70,7 @@ private:
 	Layout layout_;
 	int64_t worker_;
 	bool leased_;
+	bool &recheck_;
 	bool lost_ = false;
 };
 

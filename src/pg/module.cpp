@@ -73,6 +73,12 @@ check_registry(char **newval, void **, GucSource)
 	return true;
 }
 
+void
+assign_registry(const char *, void *)
+{
+	registry_setting_changed();
+}
+
 } // namespace
 
 void
@@ -159,8 +165,8 @@ define_settings()
 											"ids to this server."),
 							   gettext_noop("Empty keeps IDs unique within each database only. Needs "
 											"shared_preload_libraries = 'uidgen'."),
-							   &registry_setting, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, check_registry, nullptr,
-							   nullptr);
+							   &registry_setting, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, check_registry,
+							   assign_registry, nullptr);
 
 	MarkGUCPrefixReserved("uidgen");
 }
@@ -176,7 +182,6 @@ _PG_init(void)
 	if (process_shared_preload_libraries_in_progress)
 	{
 		uidgen::pg::request_shared_state();
-		uidgen::pg::request_fleet_state();
 		uidgen::pg::register_registry_agent();
 	}
 }

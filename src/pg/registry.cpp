@@ -46,17 +46,6 @@ server_worker_type()
 	return worker_type_actual;
 }
 
-char *
-server_host_name()
-{
-	char host[256];
-
-	if (gethostname(host, sizeof(host)) != 0)
-		strlcpy(host, "localhost", sizeof(host));
-	host[sizeof(host) - 1] = '\0';
-	host[64] = '\0';		/* host_name is varchar(64), as in WORKER_NODE */
-	return pstrdup(host);
-}
 
 int64_t
 worker_limit(const Layout &layout)
@@ -116,17 +105,22 @@ copy_int64_column(uint64 rows, int col)
 	return copy;
 }
 
+} // namespace
+
 bool
 claim_released_worker(const Layout &layout, const char *identity, Oid registry_relid, int64_t now_delta,
-					  Claim *claim)
+					  const char *only, Claim *claim)
 {
-	Oid types[4] = {INT8OID, INT8OID, TEXTOID, INT8OID};
-	Datum values[4] = {Int64GetDatum(now_delta), Int64GetDatum(worker_limit(layout)),
-					   CStringGetTextDatum(identity), Int64GetDatum(reuse_candidates)};
-	uint64 rows = spi_run("SELECT id FROM uidgen.worker_node "
-						  "WHERE status = 'released' AND last_time < $1 AND id <= $2 AND origin = $3 "
-						  "ORDER BY last_time, id LIMIT $4",
-						  4, types, values, Visibility::Latest, SPI_OK_SELECT);
+	Oid types[5] = {INT8OID, INT8OID, TEXTOID, INT8OID, TEXTOID};
+	Datum values[5] = {Int64GetDatum(now_delta), Int64GetDatum(worker_limit(layout)),
+					   CStringGetTextDatum(identity), Int64GetDatum(reuse_candidates),
+					   only != nullptr ? CStringGetTextDatum(only) : 0};
+	char nulls[5] = {' ', ' ', ' ', ' ', only != nullptr ? ' ' : 'n'};
+	uint64 rows = spi_run_nulls("SELECT id FROM uidgen.worker_node "
+								"WHERE status = 'released' AND last_time < $1 AND id <= $2 AND origin = $3 "
+								"  AND ($5 IS NULL OR id = ANY ($5::pg_catalog.int8[])) "
+								"ORDER BY last_time, id LIMIT $4",
+								5, types, values, nulls, Visibility::Latest, SPI_OK_SELECT);
 	int64_t *ids = copy_int64_column(rows, 0);
 
 	for (uint64 i = 0; i < rows; i++)
@@ -145,6 +139,8 @@ claim_released_worker(const Layout &layout, const char *identity, Oid registry_r
 	}
 	return false;
 }
+
+namespace {
 
 [[noreturn]] void
 report_no_worker_left(const Layout &layout, const char *identity)
@@ -222,11 +218,11 @@ claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_re
 
 	if (reuse)
 	{
-		if (claim_released_worker(layout, origin.identity, registry_relid, now_delta, &claim))
+		if (claim_released_worker(layout, origin.identity, registry_relid, now_delta, nullptr, &claim))
 			return claim;
 		/* Workers of dead backends become reusable after the borrow bound. */
 		if (release_dead_workers(registry_relid, origin.identity, now_delta + borrow_units) > 0 &&
-			claim_released_worker(layout, origin.identity, registry_relid, now_delta, &claim))
+			claim_released_worker(layout, origin.identity, registry_relid, now_delta, nullptr, &claim))
 			return claim;
 	}
 
@@ -385,6 +381,18 @@ release_dead_workers(Oid registry_relid, const char *identity, int64_t until_del
 	}
 	pfree(ids);
 	return released;
+}
+
+char *
+server_host_name()
+{
+	char host[256];
+
+	if (gethostname(host, sizeof(host)) != 0)
+		strlcpy(host, "localhost", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	host[64] = '\0';		/* host_name is varchar(64), as in WORKER_NODE */
+	return pstrdup(host);
 }
 
 } // namespace uidgen::pg

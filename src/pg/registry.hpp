@@ -35,6 +35,9 @@ struct RegistryOrigin
 	bool is_copy;			/* uidgen.config.origin differs from it */
 };
 
+/* This machine's host name, at most 64 bytes as WORKER_NODE's HOST_NAME; palloc'd. */
+char *server_host_name();
+
 /* This database's identity: "system identifier/database OID", palloc'd. */
 char *database_identity();
 
@@ -58,6 +61,14 @@ RegistryOrigin registry_origin(const char *config_origin);
  */
 Claim claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid, int64_t now_delta,
 				   int64_t borrow_units, bool reuse);
+
+/*
+ * 1.0's reuse: a released worker of this database whose last_time has
+ * passed, among the ids of only (a bigint[] literal) unless it is null,
+ * locked; its floor is the row's last_time.  False when none is.
+ */
+bool claim_released_worker(const Layout &layout, const char *identity, Oid registry_relid, int64_t now_delta,
+						   const char *only, Claim *claim);
 
 /*
  * Marks worker active and held by this backend (an upsert: a fresh row may

@@ -15,6 +15,7 @@
 
 #include "pg/fleet.hpp"
 #include "pg/pg_clock.hpp"
+#include "pg/registry.hpp"
 #include "pg/settings.hpp"
 
 extern "C" {
@@ -34,8 +35,6 @@ extern "C" {
 #include "utils/uuid.h"
 #include "utils/wait_event.h"
 }
-
-#include <unistd.h>
 
 extern "C" {
 PGDLLEXPORT void uidgen_registry_agent_main(Datum arg);
@@ -347,9 +346,7 @@ identity_of(FleetState *state)
 	strlcpy(id.life, DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&uuid))), sizeof(id.life));
 	snprintf(id.system_identifier, sizeof(id.system_identifier), UINT64_FORMAT, GetSystemIdentifier());
 	snprintf(id.timeline, sizeof(id.timeline), "%u", GetWALInsertionTimeLine());
-	if (gethostname(id.host, sizeof(id.host)) != 0)
-		strlcpy(id.host, "localhost", sizeof(id.host));
-	id.host[sizeof(id.host) - 1] = '\0';
+	strlcpy(id.host, server_host_name(), sizeof(id.host));
 	snprintf(id.port, sizeof(id.port), "%d", PostPortNumber);
 
 	/* Copied out first: nothing may allocate under a spinlock. */
@@ -441,15 +438,26 @@ renew(FleetState *state)
 	if (r == nullptr)
 		return false;
 
+	/* Parsed first: the spinlock is held for a copy only. */
+	int nrenewed = PQntuples(r);
+	int64_t *renewed = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
+	int64_t *deadline = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
+	for (int row = 0; row < nrenewed; row++)
+	{
+		renewed[row] = field_int64(r, row, 0);
+		deadline[row] = sent + field_int64(r, row, 1);
+	}
+	PQclear(r);
+
 	int kept = 0;
 	SpinLockAcquire(&state->mutex);
 	for (int i = 0; i < state->nblocks; i++)
 	{
-		for (int row = 0; row < PQntuples(r); row++)
+		for (int row = 0; row < nrenewed; row++)
 		{
-			if (field_int64(r, row, 0) == state->blocks[i].block)
+			if (renewed[row] == state->blocks[i].block)
 			{
-				state->blocks[i].deadline_mono_ms = sent + field_int64(r, row, 1);
+				state->blocks[i].deadline_mono_ms = deadline[row];
 				state->blocks[kept++] = state->blocks[i];
 				break;
 			}
@@ -459,7 +467,6 @@ renew(FleetState *state)
 	for (int i = 0; i < reported_up_to; i++)
 		state->grants[i].reported = true;
 	SpinLockRelease(&state->mutex);
-	PQclear(r);
 	ConditionVariableBroadcast(&state->changed);
 	return true;
 }
@@ -508,13 +515,37 @@ claim_block(FleetState *state)
 	return true;
 }
 
-/* One round: connect if need be, renew what is due, lease what is missing. */
+/*
+ * Whether the reserve is short: less than half a block spare, or a
+ * registration waits and nothing is; under the mutex.
+ */
+bool
+block_wanted(const FleetState *state, int64_t now_mono)
+{
+	int64_t spare = spare_workers(state, now_mono);
+
+	return state->nblocks < max_fleet_blocks &&
+		   ((state->waiting > 0 && spare == 0) || spare < (state->rules.block_size + 1) / 2);
+}
+
+/*
+ * One round: when something is due (a renewal, a block for the reserve, or
+ * a retry after a failure), connect if need be, read the rules and check
+ * the clocks, renew, and lease what is missing.  Otherwise the registry
+ * hears nothing.
+ */
 void
 work(FleetState *state)
 {
-	int64_t now = monotonic_ms();
+	drop_expired_blocks(state, monotonic_ms());
 
-	drop_expired_blocks(state, now);
+	SpinLockAcquire(&state->mutex);
+	bool idle = state->have_rules && state->status == AgentStatus::Ready &&
+				!renewal_due(state, monotonic_ms()) && !block_wanted(state, monotonic_ms());
+	SpinLockRelease(&state->mutex);
+	if (idle)
+		return;
+
 	if (conn != nullptr && PQstatus(conn) != CONNECTION_OK)
 		disconnect();
 	if (conn == nullptr && !connect_to_registry())
@@ -523,7 +554,7 @@ work(FleetState *state)
 		return;
 
 	SpinLockAcquire(&state->mutex);
-	bool due = renewal_due(state, now);
+	bool due = renewal_due(state, monotonic_ms());
 	SpinLockRelease(&state->mutex);
 	if (due && !renew(state))
 		return;
@@ -531,11 +562,9 @@ work(FleetState *state)
 	for (;;)
 	{
 		SpinLockAcquire(&state->mutex);
-		int64_t spare = spare_workers(state, monotonic_ms());
-		bool wanted = (state->waiting > 0 && spare == 0) || spare < (state->rules.block_size + 1) / 2;
-		bool room = state->nblocks < max_fleet_blocks;
+		bool wanted = block_wanted(state, monotonic_ms());
 		SpinLockRelease(&state->mutex);
-		if (!wanted || !room)
+		if (!wanted)
 			break;
 		if (!claim_block(state))
 			return;

@@ -4,6 +4,8 @@
  */
 #include "pg/shared_state.hpp"
 
+#include "pg/fleet.hpp"
+
 extern "C" {
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -50,6 +52,7 @@ request_hook()
 	if (previous_request_hook)
 		previous_request_hook();
 	RequestAddinShmemSpace(sizeof(SharedState));
+	RequestAddinShmemSpace(sizeof(FleetState));
 }
 
 void
@@ -63,6 +66,8 @@ startup_hook()
 	attached = static_cast<SharedState *>(ShmemInitStruct(shared_state_name, sizeof(SharedState), &found));
 	if (!found)
 		initialize(attached);
+	/* The registry's blocks (fleet.hpp) need the main shared memory too. */
+	attach_fleet_state();
 	LWLockRelease(AddinShmemInitLock);
 }
 
