@@ -4,7 +4,9 @@
 #                           PG_CONFIG names (pg_config on the PATH by default)
 #   make installcheck       pg_regress, isolation and TAP tests against it
 #   make test               everything, on throwaway clusters (see README);
-#                           PostgreSQL 15, or PG_CONFIG's server if given
+#                           PostgreSQL 15, or PG_CONFIG's server if given;
+#                           TESTS='032 regress' runs only the named jobs
+#   make test-stress        make test with one core kept busy by a loop
 #   make test-all PG_SOURCES=DIR [CITUS_SOURCE=DIR]
 #                           make test on 15 and on each PostgreSQL source
 #                           tarball in DIR (17, 18), built once per machine;
@@ -107,7 +109,10 @@ build/regress build/isolation:
 USER_PG_CONFIG = $(if $(filter command line environment%,$(origin PG_CONFIG)),$(PG_CONFIG))
 
 test:
-	@PG_CONFIG='$(USER_PG_CONFIG)' scripts/test.sh
+	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='$(TESTS)' TEST_JOBS='$(TEST_JOBS)' scripts/test.sh
+
+test-stress:
+	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='$(TESTS)' TEST_JOBS='$(TEST_JOBS)' UIDGEN_STRESS=1 scripts/test.sh
 
 test-all:
 	@PG_CONFIG= CITUS_SOURCE='$(CITUS_SOURCE)' scripts/test-all.sh '$(PG_SOURCES)'
@@ -129,10 +134,18 @@ bench-scope:
 bench-registry:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/registry.sh
 
-.PHONY: unit test test-all demo bench bench-scope bench-registry cursor-bench
+.PHONY: unit test test-stress test-all demo bench bench-scope bench-registry cursor-bench
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:
 	$(prove_installcheck)
 
-.PHONY: prove_installcheck
+# One TAP file (PROVE_TESTS), for scripts/test.sh's parallel jobs:
+# prove_installcheck without its "rm -rf tmp_check", which would pull the
+# ground from under the files running beside it.
+prove-one:
+	TESTDIR='$(CURDIR)' PATH="$(bindir):$(CURDIR):$$PATH" \
+	PG_REGRESS='$(top_builddir)/src/test/regress/pg_regress' \
+	$(PROVE) $(PG_PROVE_FLAGS) $(PROVE_FLAGS) $(PROVE_TESTS)
+
+.PHONY: prove_installcheck prove-one

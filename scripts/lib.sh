@@ -127,19 +127,21 @@ install_or_rerun_as_postgres() {
 	fi
 }
 
-# build_and_install BINDIR LOG: builds uidgen, warnings being errors, and
-# installs it into the private PostgreSQL tree whose binaries are in BINDIR.
+# build_and_install BINDIR LOG [TARGET...]: builds uidgen and the given
+# extra targets (in one parallel make), warnings being errors, and installs
+# uidgen into the private PostgreSQL tree whose binaries are in BINDIR.
 # Objects built against another major version would link a library the
 # server refuses ("version mismatch"), and make cannot tell: a stamp in
 # build/ names the version they were built for, and another one cleans first.
 build_and_install() {
 	local bindir=$1 build_log=$2
+	local targets=("${@:3}")
 	local stamp=build/pg_version server
 	server=$("$bindir/pg_config" --version)
 	if [ "$(cat "$stamp" 2>/dev/null)" != "$server" ]; then
 		make -s clean PG_CONFIG="$bindir/pg_config" >/dev/null 2>&1 || true
 	fi
-	make -s -j2 WERROR=1 PG_CONFIG="$bindir/pg_config" >"$build_log" 2>&1 &&
+	make -s -j2 WERROR=1 PG_CONFIG="$bindir/pg_config" all "${targets[@]}" >"$build_log" 2>&1 &&
 		make -s install PG_CONFIG="$bindir/pg_config" >>"$build_log" 2>&1 ||
 		{ cat "$build_log"; die "build failed"; }
 	mkdir -p build
@@ -160,7 +162,8 @@ rerun_as_postgres() {
 	log "running as postgres in $copy"
 	local status=0
 	runuser -u postgres -- env PATH="$PATH" CI="${CI:-}" UIDGEN_KEEP="${UIDGEN_KEEP:-}" \
-		PG_CONFIG="${PG_CONFIG:-}" CITUS_INSTALL="${CITUS_INSTALL:-}" bash "$copy/$script" "$@" || status=$?
+		PG_CONFIG="${PG_CONFIG:-}" CITUS_INSTALL="${CITUS_INSTALL:-}" TESTS="${TESTS:-}" \
+		TEST_JOBS="${TEST_JOBS:-}" UIDGEN_STRESS="${UIDGEN_STRESS:-}" bash "$copy/$script" "$@" || status=$?
 	[ -n "${UIDGEN_KEEP:-}" ] || rm -rf "$copy"
 	return $status
 }

@@ -5,6 +5,16 @@
 # line "N passed, N failed" and exits non-zero when anything failed or when
 # no test ran.
 #
+# The tests run as parallel jobs (scripts/jobs.sh): the unit tests, pg_regress
+# and the isolation specs (each on a throwaway cluster of its own) and every
+# TAP file, TEST_JOBS at a time (default 6: most of them wait on servers,
+# not on the CPU).  Each job prints one line as it ends, with its time; a
+# failing one prints the tail of its logs right there.  TESTS='032 033'
+# runs only the jobs whose names contain one of the words (unit, regress,
+# isolation, or a TAP file's name).  UIDGEN_STRESS=1 (make test-stress)
+# keeps one core busy with a loop for the whole run, to show that nothing
+# depends on the machine's speed.
+#
 # The server is Debian 12's PostgreSQL 15, or the installation whose
 # pg_config PG_CONFIG names (make test PG_CONFIG=/path/to/pg_config); either
 # way uidgen is installed only into a relocated copy of it.  CITUS_INSTALL,
@@ -16,105 +26,136 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib.sh
 . "$top/scripts/lib.sh"
+# shellcheck source=scripts/jobs.sh
+. "$top/scripts/jobs.sh"
 
 install_or_rerun_as_postgres scripts/test.sh "$@"
 
 cd "$top"
+started=$SECONDS
 source_config=$(source_pg_config)
 scratch=$(mktemp -d /tmp/uidgen-test.XXXXXX)
-bindir=$(make_pg_tree "$scratch/pg" "$source_config" ${CITUS_INSTALL:+"$CITUS_INSTALL"})
-export PG_CONFIG=$bindir/pg_config
-export PATH=$bindir:$PATH
-data=$scratch/data
+
+busy_pid=""
+if [ -n "${UIDGEN_STRESS:-}" ]; then
+	# A loop that keeps one core busy; the tests share the other one with it.
+	bash -c 'while :; do :; done' &
+	busy_pid=$!
+fi
 
 cleanup() {
-	stop_cluster "$bindir" "$data"
+	stop_all_jobs
+	[ -z "$busy_pid" ] || kill "$busy_pid" 2>/dev/null || true
 	[ -n "${UIDGEN_KEEP:-}" ] || rm -rf "$scratch"
 }
 trap cleanup EXIT
 
-passed=0
-failed=0
-summary=()
-record() {	# record KIND PASSED FAILED
-	passed=$((passed + $2))
-	failed=$((failed + $3))
-	summary+=("$(printf '%-10s %4d passed, %d failed' "$1" "$2" "$3")")
-}
+bindir=$(make_pg_tree "$scratch/pg" "$source_config" ${CITUS_INSTALL:+"$CITUS_INSTALL"})
+export PG_CONFIG=$bindir/pg_config
+export PATH=$bindir:$PATH
 
 log "$("$PG_CONFIG" --version) (a relocated copy of $(dirname "$source_config"))"
 [ -z "${CITUS_INSTALL:-}" ] || log "with Citus from $CITUS_INSTALL"
+[ -z "$busy_pid" ] || log "stress: a busy loop keeps one core occupied (pid $busy_pid)"
 log "building"
-build_and_install "$bindir" "$scratch/build.log"
-make -s WERROR=1 build/unit_tests build/uidgen_load PG_CONFIG="$PG_CONFIG" >>"$scratch/build.log" 2>&1 ||
-	{ cat "$scratch/build.log"; die "building the test programs failed"; }
+build_and_install "$bindir" "$scratch/build.log" build/unit_tests build/uidgen_load
 export UIDGEN_LOAD=$top/build/uidgen_load
+log "built in $((SECONDS - started)) s"
 
-log "unit tests (GoogleTest)"
-build/unit_tests --gtest_brief=1 2>&1 | tee "$scratch/unit.log" || true
-unit_passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\..*/\1/p' "$scratch/unit.log")
-unit_failed=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\?, listed below:.*/\1/p' "$scratch/unit.log")
-unit_total=$(sed -n 's/^\[==========\] \([0-9]*\) tests\? from .* ran\..*/\1/p' "$scratch/unit.log")
-unit_failed=${unit_failed:-0}
-unit_passed=${unit_passed:-$(( ${unit_total:-0} - unit_failed ))}
-[ -n "$unit_total" ] || unit_failed=$((unit_failed + 1))	# crashed before its summary
-record unit "$unit_passed" "$unit_failed"
+# ---- the jobs ---------------------------------------------------------------
+# Each writes its output to its log and "PASSED FAILED" to its counts file.
+
+job_unit() {	# job_unit COUNTS
+	local status=0 log=$scratch/unit.log
+	build/unit_tests --gtest_brief=1 >"$log" 2>&1 || status=$?
+	cat "$log"
+	local total failed passed
+	total=$(sed -n 's/^\[==========\] \([0-9]*\) tests\? from .* ran\..*/\1/p' "$log")
+	failed=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) tests\?, listed below:.*/\1/p' "$log")
+	failed=${failed:-0}
+	passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\?\..*/\1/p' "$log")
+	passed=${passed:-$(( ${total:-0} - failed ))}
+	[ -n "$total" ] || failed=$((failed + 1))	# crashed before its summary
+	[ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
+	echo "$passed $failed" >"$1"
+}
 
 # pg_regress and pg_isolation_regress print one line a test: up to 15
 # "test name ... ok" or "... FAILED"; from 16 on (TAP) "ok 1 - name" or
 # "not ok 1 - name" ("+" for a test of a parallel group).
-count_regress() {	# count_regress KIND LOG STATUS
-	local ok bad
-	ok=$(grep -cE '\.\.\. ok( |$)|^ok [0-9]+ +[-+] ' "$2" || true)
-	bad=$(grep -cE '\.\.\. (FAILED|failed)|^not ok [0-9]+ +[-+] ' "$2" || true)
-	[ "$3" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
-	record "$1" "$ok" "$bad"
-	if [ "$3" -ne 0 ]; then
-		find build/regress build/isolation -name regression.diffs -exec cat {} + 2>/dev/null | head -200 || true
+job_regress() {	# job_regress COUNTS KIND (regress or isolation)
+	local kind=$2 data=$scratch/$2-data status=0 ok bad
+	start_cluster "$bindir" "$data"
+	if [ "$kind" = regress ]; then
+		make -s installcheck ISOLATION= TAP_TESTS= || status=$?
+	else
+		make -s installcheck REGRESS= TAP_TESTS= || status=$?
 	fi
+	stop_cluster "$bindir" "$data"
+	if [ "$status" -ne 0 ]; then
+		find "build/$kind" -name regression.diffs -exec cat {} + 2>/dev/null | head -200 || true
+	fi
+	# Count from what this job printed so far (its log is its stdout).
+	ok=$(grep -cE '\.\.\. ok( |$)|^ok [0-9]+ +[-+] ' "$jobs_dir/$kind.log" || true)
+	bad=$(grep -cE '\.\.\. (FAILED|failed)|^not ok [0-9]+ +[-+] ' "$jobs_dir/$kind.log" || true)
+	[ "$status" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
+	echo "$ok $bad" >"$1"
 }
 
-log "starting a throwaway cluster"
-start_cluster "$bindir" "$data"
+# One TAP file through prove, in the environment prove_installcheck gives
+# it (make prove-one); all files share tmp_check and one directory of port
+# reservations, so that files running at once never take the same port.
+job_tap() {	# job_tap COUNTS FILE
+	local file=$2 status=0 total failed
+	make -s prove-one PROVE_TESTS="$file" || status=$?
+	total=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$jobs_dir/$(job_name "$file").log" | tail -1)
+	failed=$({ grep -oE 'Failed: [0-9]+\)' "$jobs_dir/$(job_name "$file").log" || true; } |
+		awk '{ n += $2 } END { print n + 0 }')
+	total=${total:-0}
+	# A file that died without failing an assertion still failed.
+	[ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
+	echo "$((total - failed > 0 ? total - failed : 0)) $failed" >"$1"
+}
 
-log "pg_regress"
-status=0
-make -s installcheck PG_CONFIG="$PG_CONFIG" ISOLATION= TAP_TESTS= >"$scratch/regress.log" 2>&1 || status=$?
-cat "$scratch/regress.log"
-count_regress regress "$scratch/regress.log" $status
+# The TAP file's own log, and its servers', for the report of a failure.
+tap_logs() {	# tap_logs FILE
+	local name
+	name=$(basename "$1" .pl)
+	ls tmp_check/log/regress_log_"$name" tmp_check/log/"$name"_*.log 2>/dev/null || true
+}
 
-log "isolation"
-status=0
-make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= TAP_TESTS= >"$scratch/isolation.log" 2>&1 || status=$?
-cat "$scratch/isolation.log"
-count_regress isolation "$scratch/isolation.log" $status
+job_name() { basename "$1" .pl; }
 
-stop_cluster "$bindir" "$data"
+rm -rf tmp_check
+mkdir -p tmp_check/portlock build/regress build/isolation
+export PG_TEST_PORT_DIR=$top/tmp_check/portlock
 
-log "TAP (prove)"
-status=0
-make -s prove_installcheck PG_CONFIG="$PG_CONFIG" >"$scratch/tap.log" 2>&1 || status=$?
-cat "$scratch/tap.log"
-# prove's summary: "Files=3, Tests=45, ..." and, per failing file, "Failed: N".
-tap_total=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$scratch/tap.log" | tail -1)
-tap_failed=$({ grep -oE 'Failed: [0-9]+\)' "$scratch/tap.log" || true; } | awk '{ n += $2 } END { print n + 0 }')
-tap_failed=${tap_failed:-0}
-tap_total=${tap_total:-0}
-if [ "$status" -ne 0 ] && [ "$tap_failed" -eq 0 ]; then
-	tap_failed=1	# a test file died without failing an assertion
-fi
-record tap $((tap_total - tap_failed > 0 ? tap_total - tap_failed : 0)) "$tap_failed"
-if [ "$status" -ne 0 ]; then
-	for f in tmp_check/log/regress_log_*; do
-		[ -f "$f" ] && { echo "--- $f (tail)"; tail -40 "$f"; }
+jobs_init "$scratch/jobs" "${TEST_JOBS:-6}"
+jobs_dir=$scratch/jobs
+
+selected() {	# selected NAME: whether TESTS (if set) asks for it
+	local word
+	[ -n "${TESTS:-}" ] || return 0
+	for word in $TESTS; do
+		[[ "$1" == *"$word"* ]] && return 0
 	done
-fi
+	return 1
+}
+
+# The longest first, as far as the last run on this machine knows them
+# (jobs.sh keeps each job's time); new ones first of all.
+mapfile -t tap_files < <(jobs_longest_first test/t/*.pl)
+
+log "running the tests, ${TEST_JOBS:-6} jobs at a time; each line is a job that ended"
+selected unit && jobs_start unit "" job_unit
+selected regress && jobs_start regress "" job_regress regress
+selected isolation && jobs_start isolation "" job_regress isolation
+for file in "${tap_files[@]}"; do
+	selected "$(job_name "$file")" && jobs_start "$(job_name "$file")" "tap_logs $file" job_tap "$file"
+done
+jobs_finish
 
 echo
-printf '%s\n' "${summary[@]}"
-if [ "$passed" -eq 0 ]; then
-	echo "no test ran"
-	failed=$((failed + 1))
-fi
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+jobs_summary
+log "make test took $((SECONDS - started)) s"
+jobs_closing_line
