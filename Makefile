@@ -22,14 +22,14 @@ EXTENSION = uidgen
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
 
 MODULE_big = $(EXTENSION)
-# The ring buffer is only measured against the shared cursor (make
-# cursor-bench), never called by the server: keep it out of the module.
-NOT_IN_MODULE = src/core/ring_buffer.cpp src/core/ring_filler.cpp
-OBJS = $(patsubst %.cpp,%.o,$(sort $(filter-out $(NOT_IN_MODULE),$(wildcard src/core/*.cpp src/pg/*.cpp))))
+# The subsystems, each depending only on those before it (docs/design.md,
+# "The source"; make check-layering enforces it), and src/module.cpp on top.
+LAYERS = core pg layout registry workers server backend
+OBJS = $(patsubst %.cpp,%.o,$(sort $(foreach layer,$(LAYERS),$(wildcard src/$(layer)/*.cpp)) src/module.cpp))
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
 REGRESS = $(shell cat test/regress_schedule 2>/dev/null)
-REGRESS_OPTS = --inputdir=. --outputdir=build/regress
+REGRESS_OPTS = --inputdir=test --outputdir=build/regress
 
 ISOLATION = $(shell cat test/isolation_schedule 2>/dev/null)
 ISOLATION_OPTS = --inputdir=test --outputdir=build/isolation --load-extension=$(EXTENSION)
@@ -52,7 +52,7 @@ override PG_CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-register -fno-strict-alias
 WARNINGS_AS_ERRORS = $(if $(WERROR),-Werror)
 override PG_CXXFLAGS += $(WARNINGS_AS_ERRORS)
 SHLIB_LINK += -lstdc++
-# The registry agent (src/pg/registry_agent.cpp) reaches the registry with
+# The registry agent (src/registry/agent.cpp) reaches the registry with
 # libpq, as dblink and postgres_fdw do.
 override PG_CPPFLAGS += -isystem $(shell $(PG_CONFIG) --includedir 2>/dev/null)
 SHLIB_LINK_INTERNAL += $(libpq)
@@ -73,13 +73,16 @@ $(OBJS): $(wildcard src/*/*.hpp)
 
 # ---- the project's own targets ------------------------------------------
 
-GTEST_CXXFLAGS = -std=c++17 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O1 -g -Isrc
+GTEST_CXXFLAGS = -std=c++17 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O1 -g -Isrc -Itest/bench
 UNIT_SOURCES = $(sort $(wildcard test/unit/*.cpp))
 CORE_SOURCES = $(sort $(wildcard src/core/*.cpp))
+# UidGenerator's ring buffer, measured against the shared cursor (make
+# cursor-bench) and unit-tested, but never part of the module.
+RING_SOURCES = $(sort $(wildcard test/bench/ring/*.cpp))
 
-build/unit_tests: $(UNIT_SOURCES) $(CORE_SOURCES) $(wildcard src/core/*.hpp)
+build/unit_tests: $(UNIT_SOURCES) $(CORE_SOURCES) $(RING_SOURCES) $(wildcard src/core/*.hpp test/bench/ring/*.hpp)
 	@mkdir -p build
-	$(CXX) $(GTEST_CXXFLAGS) -o $@ $(UNIT_SOURCES) $(CORE_SOURCES) -lgtest -lgtest_main -lpthread
+	$(CXX) $(GTEST_CXXFLAGS) -o $@ $(UNIT_SOURCES) $(CORE_SOURCES) $(RING_SOURCES) -lgtest -lgtest_main -lpthread
 
 unit: build/unit_tests
 	build/unit_tests
@@ -94,9 +97,9 @@ build/uidgen_load: $(LOAD_SOURCES) $(wildcard test/load/*.hpp)
 
 # The server-wide generator's cursor word against UidGenerator's ring
 # buffer, in threads of one process; not part of make test.
-build/cursor_bench: test/bench/cursor_bench.cpp $(CORE_SOURCES) $(wildcard src/core/*.hpp)
+build/cursor_bench: test/bench/cursor_bench.cpp $(CORE_SOURCES) $(RING_SOURCES) $(wildcard src/core/*.hpp test/bench/ring/*.hpp)
 	@mkdir -p build
-	$(CXX) -std=c++17 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O2 -g -Isrc -pthread -o $@ test/bench/cursor_bench.cpp $(CORE_SOURCES)
+	$(CXX) -std=c++17 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O2 -g -Isrc -Itest/bench -pthread -o $@ test/bench/cursor_bench.cpp $(CORE_SOURCES) $(RING_SOURCES)
 
 cursor-bench: build/cursor_bench
 	build/cursor_bench $(CURSOR_BENCH_ARGS)

@@ -4,10 +4,10 @@
  */
 #include "core/clock.hpp"
 
+#include "core/cpp_only.hpp"
+
 #include <cerrno>
 #include <ctime>
-
-#include "core/cpp_only.hpp"
 
 namespace uidgen {
 

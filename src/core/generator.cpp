@@ -4,11 +4,10 @@
  */
 #include "core/generator.hpp"
 
+#include "core/cpp_only.hpp"
 #include "core/error.hpp"
 
 #include <string>
-
-#include "core/cpp_only.hpp"
 
 namespace uidgen {
 

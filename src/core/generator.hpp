@@ -19,7 +19,6 @@
  */
 #pragma once
 
-
 #include "core/clock.hpp"
 #include "core/layout.hpp"
 #include "core/reservation.hpp"

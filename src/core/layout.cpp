@@ -4,12 +4,11 @@
  */
 #include "core/layout.hpp"
 
+#include "core/cpp_only.hpp"
 #include "core/error.hpp"
 
 #include <cstdio>
 #include <ctime>
-
-#include "core/cpp_only.hpp"
 
 namespace uidgen {
 

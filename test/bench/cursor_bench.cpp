@@ -32,8 +32,8 @@
  */
 #include "core/clock.hpp"
 #include "core/layout.hpp"
-#include "core/ring_buffer.hpp"
-#include "core/ring_filler.hpp"
+#include "ring/ring_buffer.hpp"
+#include "ring/ring_filler.hpp"
 #include "core/shared_cursor.hpp"
 
 #include <algorithm>

@@ -10,8 +10,8 @@
  */
 #include "core/clock.hpp"
 #include "core/layout.hpp"
-#include "core/ring_buffer.hpp"
-#include "core/ring_filler.hpp"
+#include "ring/ring_buffer.hpp"
+#include "ring/ring_filler.hpp"
 
 #include "support.hpp"
 

@@ -1,0 +1,495 @@
+/*
+ * backend.cpp
+ *	  The per-backend generator and the life of its worker claim.
+ *
+ * A backend registers on its first uid_next() (registry.cpp) and keeps its
+ * worker for life.  What can happen to the claim afterwards is followed
+ * here, through PostgreSQL's transaction callbacks:
+ *
+ *	- the claim row is written in the transaction that issues the first ID,
+ *	  and again in every later transaction that issues one, until one of
+ *	  them commits; a rolled-back subtransaction that wrote it undoes it;
+ *	- PREPARE TRANSACTION is refused while the claim is written but not yet
+ *	  committed, because the prepared transaction would keep the claim row
+ *	  locked and undecided while the backend goes on issuing IDs (except for
+ *	  a worker from a registry's block, which does not rest on the row);
+ *	- every top-level transaction end takes back the session locks that an
+ *	  abort, DISCARD ALL or pg_advisory_unlock_all() released (worker_lock.hpp);
+ *	- at exit, a transaction of its own marks the worker released with the
+ *	  last time unit it issued.
+ *
+ * All of it is one state object, BackendState; whether uid_next() may skip
+ * every check is derived from it, never kept beside it.
+ */
+#include "backend/backend_generator.hpp"
+
+#include "core/generator.hpp"
+#include "layout/catalog.hpp"
+#include "layout/reservation.hpp"
+#include "pg/guard.hpp"
+#include "pg/identity.hpp"
+#include "pg/pg_clock.hpp"
+#include "pg/settings.hpp"
+#include "pg/spi.hpp"
+#include "registry/lease_table.hpp"
+#include "registry/leased_reservation.hpp"
+#include "server/server_generator.hpp"
+#include "workers/claim.hpp"
+#include "workers/registry_claim.hpp"
+#include "workers/worker_lock.hpp"
+#include "workers/worker_table.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+}
+
+#include <algorithm>
+
+/* PostgreSQL calls these through pointers: C linkage (defined at the end). */
+extern "C" {
+static void uidgen_xact_callback(XactEvent event, void *arg);
+static void uidgen_subxact_callback(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid,
+									void *arg);
+static void uidgen_resource_release_callback(ResourceReleasePhase phase, bool is_commit, bool is_top_level,
+											 void *arg);
+static void uidgen_release_at_exit(int code, Datum arg);
+static void uidgen_unlock_at_exit(int code, Datum arg);
+static void uidgen_registry_relcache_callback(Datum arg, Oid relid);
+}
+
+namespace uidgen::pg {
+
+namespace {
+
+/*
+ * Where the claim row of the issuing worker stands: not written in any
+ * transaction that may still commit, written in a subtransaction of the
+ * current transaction, or committed.
+ */
+class ClaimState
+{
+public:
+	bool written() const { return stage_ != Stage::Unwritten; }
+	bool pending() const { return stage_ == Stage::Pending; }
+
+	void written_in(SubTransactionId subid)
+	{
+		stage_ = Stage::Pending;
+		pending_in_ = subid;
+	}
+
+	/* Both locks were free for a moment: the row must be written again. */
+	void forget() { *this = ClaimState(); }
+
+	void at_commit()
+	{
+		if (stage_ == Stage::Pending)
+			stage_ = Stage::Durable;
+	}
+
+	/* A top-level abort, or a PREPARE (which refuses a pending claim first). */
+	void at_abort()
+	{
+		if (stage_ == Stage::Pending)
+			forget();
+	}
+
+	void at_subxact_end(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid)
+	{
+		if (stage_ != Stage::Pending || pending_in_ != subid)
+			return;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+			forget();
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+			pending_in_ = parent_subid;
+	}
+
+private:
+	enum class Stage
+	{
+		Unwritten,
+		Pending,
+		Durable,
+	};
+	Stage stage_ = Stage::Unwritten;
+	SubTransactionId pending_in_ = InvalidSubTransactionId;
+};
+
+/* The worker this backend issues under, and everything that decides whether it may. */
+struct IssuingWorker
+{
+	/* A floor past the end of the layout's time leaves a generator that can only say so. */
+	IssuingWorker(Oid registry_relid, const Layout &layout, int64_t worker, int64_t floor_delta, bool leased)
+		: registry_relid(registry_relid), reservation(layout, worker, leased, registry_may_have_changed),
+		  generator(layout, worker, std::min(floor_delta, layout.max_delta()), reservation)
+	{
+	}
+	IssuingWorker(const IssuingWorker &) = delete;
+	IssuingWorker &operator=(const IssuingWorker &) = delete;
+
+	bool ready() const { return claim.written() && !locks_lost && !registry_may_have_changed; }
+
+	Oid registry_relid;				 /* uidgen.worker_node when it was claimed */
+	/*
+	 * A relcache invalidation of registry_relid, a change of uidgen.registry
+	 * or a lease that ended: prepare_to_issue() looks again.  Before
+	 * reservation, which sets it.
+	 */
+	bool registry_may_have_changed = false;
+	LeasedReservation reservation;	 /* before generator, which refers to it */
+	Generator generator;
+	ClaimState claim;
+	bool locks_lost = false;		 /* a session lock could not be taken back */
+};
+
+struct BackendState
+{
+	std::optional<IssuingWorker> issuing;
+	std::optional<int64_t> last_uid;
+	/* uidgen.scope when this backend took its first ID: kept, so its IDs keep increasing. */
+	std::optional<Scope> scope;
+	bool exit_callbacks_registered = false;
+};
+
+BackendState state;
+
+/* uid_next() may skip every check but the read-only one. */
+inline bool
+ready_to_issue()
+{
+	return state.issuing && state.issuing->ready();
+}
+
+void
+write_claim_again()
+{
+	IssuingWorker &issuing = *state.issuing;
+	int64_t worker = issuing.generator.worker_id();
+
+	with_spi(Rights::Owner, [worker] { write_claim(worker, database_identity()); });
+	issuing.claim.written_in(GetCurrentSubTransactionId());
+}
+
+void
+retire_issuing_worker()
+{
+	const Generator &generator = state.issuing->generator;
+
+	retire_worker(state.issuing->registry_relid, generator.worker_id(), generator.last_delta());
+	state.issuing.reset();
+}
+
+void
+register_worker()
+{
+	Registration r = claim_new_worker();
+
+	state.issuing.emplace(r.relid, r.layout, r.claim.worker, r.claim.floor_delta, r.leased);
+	state.issuing->claim.written_in(GetCurrentSubTransactionId());
+
+	if (!state.exit_callbacks_registered)
+	{
+		before_shmem_exit(uidgen_unlock_at_exit, 0);
+		before_shmem_exit(uidgen_release_at_exit, 0);
+		state.exit_callbacks_registered = true;
+	}
+}
+
+/* Forgets every worker, and releases their locks: their registry was dropped. */
+void
+forget_registry()
+{
+	unlock_all_workers();
+	state.issuing.reset();
+}
+
+/*
+ * Both locks were free for a moment, so another backend may have found the
+ * worker leaked, released it and even issued under it: write the claim
+ * again, and go on above anything issued since.  The row's last_time is not
+ * enough (a holder that died under a claim it never committed left no trace
+ * in it), but the time reservation covers whatever anyone issued.
+ */
+void
+resume_after_lost_locks()
+{
+	IssuingWorker &issuing = *state.issuing;
+	int64_t worker = issuing.generator.worker_id();
+	int64_t floor = with_spi(Rights::Owner, [worker] {
+		return std::max(worker_last_time(worker).value_or(Generator::no_floor),
+						reserved_until().value_or(Generator::no_floor));
+	});
+
+	if (floor > issuing.generator.last_delta())
+	{
+		/* Copies: emplace() destroys the worker these come from before it builds the new one. */
+		Oid relid = issuing.registry_relid;
+		Layout layout = issuing.generator.layout();
+		bool leased = issuing.reservation.leased();
+
+		state.issuing.emplace(relid, layout, worker, floor, leased);
+	}
+	else
+	{
+		issuing.locks_lost = false;
+		issuing.claim.forget();
+	}
+}
+
+/* Takes back lost session locks; runs at every top-level transaction end. */
+void
+check_locks()
+{
+	IssuingWorker *issuing = state.issuing ? &*state.issuing : nullptr;
+
+	if (issuing != nullptr && !relock_worker(issuing->registry_relid, issuing->generator.worker_id()))
+		issuing->locks_lost = true;
+}
+
+/* Everything uid_next() checks before it issues, off the hot path. */
+void
+prepare_to_issue()
+{
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute uid_next() in a read-only transaction")));
+
+	if (state.issuing && state.issuing->registry_may_have_changed)
+	{
+		/* DROP and CREATE EXTENSION: the worker belonged to a registry that is gone. */
+		if (worker_node_relid() != state.issuing->registry_relid)
+			forget_registry();
+		/* uidgen.registry was set or unset, or the worker's lease ran out: claim another. */
+		else if (state.issuing->reservation.lost() || state.issuing->reservation.leased() != registry_configured())
+			retire_issuing_worker();
+		else
+			state.issuing->registry_may_have_changed = false;
+	}
+	if (state.issuing && state.issuing->locks_lost)
+	{
+		if (relock_worker(state.issuing->registry_relid, state.issuing->generator.worker_id()))
+			resume_after_lost_locks();
+		else
+			retire_issuing_worker();
+	}
+	if (!state.issuing)
+		register_worker();
+	else if (!state.issuing->claim.written())
+		write_claim_again();
+}
+
+} // namespace
+
+void
+xact_callback(XactEvent event)
+{
+	IssuingWorker *issuing = state.issuing ? &*state.issuing : nullptr;
+
+	if (issuing == nullptr)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			/*
+			 * A worker from a registry's block is this session's by the
+			 * server's grant and its session locks, whatever becomes of the
+			 * row.  So its claim may go into a prepared transaction (a Citus
+			 * shard's, say) and is not written again, which would wait for
+			 * that transaction.  Reuse starts above what the holder noted at
+			 * its exit (fleet.hpp), whatever the row says.
+			 */
+			if (issuing->claim.pending() && !issuing->reservation.leased())
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that registered a uidgen worker"),
+						 errdetail("The claim of worker %lld is not committed yet; a prepared transaction "
+								   "would hold it undecided while this session goes on.",
+								   static_cast<long long>(issuing->generator.worker_id())),
+						 errhint("Commit one transaction that calls uid_next() in this session before using "
+								 "two-phase commit.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			issuing->claim.at_commit();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			/*
+			 * The abort is about to release the object lock; take back the
+			 * advisory lock first (pg_advisory_unlock_all() in this
+			 * transaction), so that the worker is never free of both.
+			 */
+			check_locks();
+			issuing->claim.at_abort();
+			break;
+		case XACT_EVENT_PREPARE:
+			if (issuing->reservation.leased())
+				issuing->claim.at_commit();
+			else
+				issuing->claim.at_abort();
+			break;
+		default:
+			break;
+	}
+}
+
+void
+subxact_callback(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid)
+{
+	if (state.issuing)
+		state.issuing->claim.at_subxact_end(event, subid, parent_subid);
+}
+
+void
+resource_release_callback(ResourceReleasePhase phase, bool is_top_level)
+{
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !is_top_level)
+		return;
+	/* A registration that failed (in a subtransaction, say) gives its worker back. */
+	unlock_candidates();
+	check_locks();
+}
+
+/*
+ * At exit, the issuing worker's last unit goes with it into its release
+ * (workers/claim.hpp).
+ */
+void
+retire_and_release_at_exit()
+{
+	if (state.issuing)
+		retire_issuing_worker();
+	release_at_exit();
+}
+
+/*
+ * Default-method session locks outlive the backend's last transaction:
+ * nothing in PostgreSQL releases them at a clean exit, so a later backend
+ * would inherit them with this PGPROC.  Registered before release_at_exit,
+ * so it runs after it, even when releasing failed.
+ */
+void
+unlock_at_exit()
+{
+	/*
+	 * Forget the workers first, or the transaction end of a later exit
+	 * callback (temporary relations are dropped in one) would take the locks
+	 * back.
+	 */
+	state.issuing.reset();
+	unlock_all_workers();
+}
+
+int64_t
+next_uid()
+{
+	if (__builtin_expect(!state.scope.has_value(), 0))
+		state.scope = current_scope();
+	if (*state.scope == Scope::Server)
+	{
+		int64_t uid = next_server_uid();
+
+		state.last_uid = uid;
+		return uid;
+	}
+	if (unlikely(!ready_to_issue() || XactReadOnly))
+		prepare_to_issue();
+
+	int64_t uid = state.issuing->generator.next(current_generator_kind(), backend_clock(), current_limits());
+
+	state.last_uid = uid;
+	return uid;
+}
+
+std::optional<int64_t>
+last_issued_uid()
+{
+	return state.last_uid;
+}
+
+std::optional<int64_t>
+current_worker()
+{
+	if (state.scope == Scope::Server)
+		return server_worker();
+	if (!state.issuing)
+		return std::nullopt;
+	return state.issuing->generator.worker_id();
+}
+
+void
+registry_setting_changed()
+{
+	if (state.issuing)
+		state.issuing->registry_may_have_changed = true;
+}
+
+void
+registry_relcache_callback(Oid relid)
+{
+	if (state.issuing && (relid == InvalidOid || relid == state.issuing->registry_relid))
+		state.issuing->registry_may_have_changed = true;
+}
+
+void
+register_backend_callbacks()
+{
+	CacheRegisterRelcacheCallback(uidgen_registry_relcache_callback, 0);
+	RegisterXactCallback(uidgen_xact_callback, nullptr);
+	RegisterSubXactCallback(uidgen_subxact_callback, nullptr);
+	RegisterResourceReleaseCallback(uidgen_resource_release_callback, nullptr);
+	register_catalog_callbacks();
+}
+
+} // namespace uidgen::pg
+
+/*
+ * The callbacks run inside PostgreSQL's transaction machinery and call only
+ * PostgreSQL code; nothing in them throws a C++ exception.
+ */
+static void
+uidgen_xact_callback(XactEvent event, void *)
+{
+	uidgen::pg::xact_callback(event);
+}
+
+static void
+uidgen_subxact_callback(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid, void *)
+{
+	uidgen::pg::subxact_callback(event, subid, parent_subid);
+}
+
+static void
+uidgen_resource_release_callback(ResourceReleasePhase phase, bool, bool is_top_level, void *)
+{
+	uidgen::pg::resource_release_callback(phase, is_top_level);
+}
+
+static void
+uidgen_release_at_exit(int, Datum)
+{
+	uidgen::pg::retire_and_release_at_exit();
+}
+
+static void
+uidgen_unlock_at_exit(int, Datum)
+{
+	uidgen::pg::unlock_at_exit();
+}
+
+static void
+uidgen_registry_relcache_callback(Datum, Oid relid)
+{
+	uidgen::pg::registry_relcache_callback(relid);
+}

@@ -1,0 +1,37 @@
+/*
+ * backend.hpp
+ *	  This backend's generator: its worker, its claim and its hot path.
+ */
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+}
+
+#include "core/layout.hpp"
+
+#include <cstdint>
+#include <optional>
+
+namespace uidgen::pg {
+
+/*
+ * The next ID of this backend.  After the first call this reads the clock
+ * and does arithmetic: no SPI, lock, allocation or write, except that once
+ * per reservation window it raises the time reservation (docs/design.md,
+ * invariant 4 and "Time reservation").
+ */
+int64_t next_uid();
+
+/* The last ID this backend issued; nullopt before the first. */
+std::optional<int64_t> last_issued_uid();
+
+/* This backend's worker id; nullopt before its first ID. */
+std::optional<int64_t> current_worker();
+
+void register_backend_callbacks();
+
+/* uidgen.registry's assign hook: the issuing worker may no longer be of the kind it asks for. */
+void registry_setting_changed();
+
+} // namespace uidgen::pg

@@ -1,0 +1,79 @@
+/*
+ * catalog.hpp
+ *	  uidgen's tables: their OIDs and the database's layout (uidgen.config).
+ */
+#pragma once
+
+#include "core/layout.hpp"
+
+extern "C" {
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+}
+
+namespace uidgen::pg {
+
+/*
+ * The largest worker id a database can use, whatever its layout: a worker
+ * is held by session locks (workers/worker_lock.hpp), whose tags have a
+ * 32-bit object id.
+ */
+constexpr int64_t max_lockable_worker = UINT32_MAX;
+
+/* OIDs of uidgen.config and uidgen.worker_node; errors if the extension is missing. */
+Oid config_relid();
+Oid worker_node_relid();
+
+/*
+ * OID of the sequence uidgen.reserved_until, or InvalidOid when the
+ * extension's SQL objects are older than it (1.0.0).  Not cached while it
+ * is missing, so that ALTER EXTENSION UPDATE is noticed.
+ */
+Oid reserved_until_relid();
+
+/*
+ * OID of uidgen.membership, or InvalidOid when the extension's SQL objects
+ * are older than it (2.0.0).  Not cached: only registrations ask.
+ */
+Oid membership_relid();
+
+/*
+ * The database's layout, cached for the backend; uid_configure invalidates
+ * the cache of every backend through a relcache invalidation of
+ * uidgen.config.
+ */
+const Layout &database_layout();
+
+/*
+ * database_layout() for the IMMUTABLE decoders (uid_timestamp, uid_worker_id,
+ * uid_sequence): also holds RowShareLock on uidgen.config until the end of
+ * the transaction, taken on the first call of each (sub)transaction, so
+ * that uid_configure cannot change the layout while values computed under
+ * it may still be on their way into an index, a generated column or a
+ * constraint (fn_admin.cpp; docs/design.md section 2.3).  After the first
+ * call of a transaction this costs one comparison.
+ */
+const Layout &decoding_layout();
+
+/*
+ * Reads the layout with the given visibility inside an open SPI connection
+ * (no cache).  Latest visibility is what registration uses; it also wants
+ * the registry's origin (uidgen.config.origin, palloc'd) when origin is not
+ * null.
+ */
+Layout read_layout(bool latest, char **origin = nullptr);
+
+/*
+ * Inside an SPI connection: whether a worker has ever registered (then the
+ * layout is fixed for good), and setting the layout (fn_admin.cpp; returns
+ * whether it can still change).
+ */
+bool layout_is_in_use();
+bool change_layout(const Layout &layout, TimestampTz epoch);
+
+/* Forgets cached OIDs and the layout; for uid_configure and invalidations. */
+void forget_catalog_cache();
+void register_catalog_callbacks();
+
+} // namespace uidgen::pg

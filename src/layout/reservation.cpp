@@ -1,0 +1,217 @@
+/*
+ * reservation.cpp
+ *	  Raising uidgen.reserved_until ahead of the time units a backend issues.
+ */
+#include "layout/reservation.hpp"
+
+#include "layout/catalog.hpp"
+#include "pg/guard.hpp"
+#include "pg/spi.hpp"
+
+extern "C" {
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+}
+
+namespace uidgen::pg {
+
+namespace {
+
+/*
+ * How far ahead of what it needs a backend reserves.  Longer means fewer
+ * WAL flushes (one per window for a whole busy database); shorter means a
+ * worker leaked by a crash is reusable sooner.  Ten seconds is the default
+ * uidgen.max_borrow: a leaked worker waits about as long as it did in 1.0.
+ */
+constexpr int64_t window_ms = 10000;
+
+/* The fourth key of the advisory lock that serialises raises; SQL's advisory functions use 1 and 2. */
+constexpr uint16 raise_lock_key_kind = 4;
+
+int64_t
+read_mark()
+{
+	spi_run("SELECT last_value FROM uidgen.reserved_until", 0, nullptr, nullptr, Visibility::Latest,
+			SPI_OK_SELECT);
+	return spi_int64(0, 0);
+}
+
+/*
+ * The end of the WAL inserted so far.  At a page boundary the insert
+ * pointer points past the header of a page nobody has begun, which
+ * XLogFlush() refuses; the end is the page's start then.
+ */
+XLogRecPtr
+inserted_wal_end()
+{
+	XLogRecPtr end = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(end, wal_segment_size) == SizeOfXLogLongPHD)
+		return end - SizeOfXLogLongPHD;
+	if (end % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		return end - SizeOfXLogShortPHD;
+	return end;
+}
+
+/*
+ * The mark, made durable: a value another backend raised is flushed by it
+ * before it issues, but one set by hand (setval) in a transaction that did
+ * not commit may not be.  Nearly always a no-op.
+ */
+int64_t
+read_durable_mark()
+{
+	int64_t mark = read_mark();
+
+	XLogFlush(inserted_wal_end());
+	return mark;
+}
+
+int64_t
+raise_to(Oid sequence_relid, int64_t target)
+{
+	Oid types[2] = {REGCLASSOID, INT8OID};
+	Datum values[2] = {ObjectIdGetDatum(sequence_relid), Int64GetDatum(target)};
+
+	spi_run("SELECT pg_catalog.setval($1, $2)", 2, types, values, Visibility::Transaction, SPI_OK_SELECT);
+	/* Durable before any ID under it is issued, whether or not this transaction commits. */
+	XLogFlush(XactLastRecEnd);
+	return target;
+}
+
+/*
+ * Runs step under the raise lock, a session lock held for this call only
+ * and released here, also on error: the read and the raise of two backends
+ * must not interleave.
+ */
+template <typename Step>
+int64_t
+under_raise_lock(Oid sequence_relid, Step step)
+{
+	LOCKTAG tag;
+	volatile int64_t covered = 0; /* assigned inside PG_TRY */
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, sequence_relid, 0, raise_lock_key_kind);
+	(void) LockAcquire(&tag, ExclusiveLock, true, false);
+	PG_TRY();
+	{
+		covered = with_spi(Rights::Owner, step);
+	}
+	PG_FINALLY();
+	{
+		LockRelease(&tag, ExclusiveLock, true);
+	}
+	PG_END_TRY();
+	return covered;
+}
+
+/*
+ * Makes the mark cover delta; returns the last unit it covers.  Adopting a
+ * mark raised by someone else needs no lock: setval changes the sequence's
+ * page and inserts its WAL record under the page's exclusive lock, so a
+ * value that can be read has its record inserted, and read_durable_mark()
+ * flushes past it.
+ */
+int64_t
+cover(Oid sequence_relid, int64_t delta, int64_t window_units)
+{
+	int64_t mark = with_spi(Rights::Owner, [] { return read_durable_mark(); });
+
+	if (mark >= delta)
+		return mark;
+	return under_raise_lock(sequence_relid, [sequence_relid, delta, window_units] {
+		int64_t current = read_durable_mark();
+
+		return current >= delta ? current : raise_to(sequence_relid, delta + window_units);
+	});
+}
+
+/*
+ * Without uidgen.reserved_until the extension's SQL objects must be those of
+ * 1.0.0, whose library reserved nothing; anything else is a damaged
+ * installation, and issuing unreserved IDs in it would be silent.
+ */
+bool
+sql_predates_reservation()
+{
+	int64_t rows = with_spi(Rights::Caller, [] {
+		return static_cast<int64_t>(spi_run("SELECT FROM pg_catalog.pg_extension "
+											"WHERE extname = 'uidgen' AND extversion = '1.0.0'",
+											0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT));
+	});
+
+	return rows == 1;
+}
+
+bool warned_old_sql = false;
+
+void
+warn_once_that_sql_is_old()
+{
+	if (warned_old_sql)
+		return;
+	warned_old_sql = true;
+	ereport(WARNING,
+			(errmsg("the SQL objects of extension \"uidgen\" are older than its library"),
+			 errdetail("Without uidgen.reserved_until, a worker of a backend that crashes is reused by the "
+					   "clock alone, as in version 1.0.0."),
+			 errhint("Run ALTER EXTENSION uidgen UPDATE in this database.")));
+}
+
+} // namespace
+
+DatabaseReservation::DatabaseReservation(const Layout &layout)
+	: window_units_((window_ms + layout.unit_ms() - 1) / layout.unit_ms())
+{
+}
+
+int64_t
+DatabaseReservation::extend(int64_t delta)
+{
+	int64_t window_units = window_units_;
+
+	return pg_call([delta, window_units]() -> int64_t {
+		Oid sequence_relid = reserved_until_relid();
+
+		if (OidIsValid(sequence_relid))
+			return cover(sequence_relid, delta, window_units);
+		if (!sql_predates_reservation())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("sequence \"uidgen.reserved_until\" is missing"),
+					 errdetail("Extension \"uidgen\" needs it to issue IDs safely after a crash."),
+					 errhint("Recreate the extension, or restore the sequence from a backup.")));
+		warn_once_that_sql_is_old();
+		/* Issue as 1.0.0 did, and look again a window later: ALTER EXTENSION UPDATE may have run. */
+		return delta + window_units;
+	});
+}
+
+void
+reset_reservation()
+{
+	Oid sequence_relid = reserved_until_relid();
+
+	if (!OidIsValid(sequence_relid))
+		return;
+	with_spi(Rights::Owner, [sequence_relid] {
+		Oid types[1] = {REGCLASSOID};
+		Datum values[1] = {ObjectIdGetDatum(sequence_relid)};
+
+		spi_run("SELECT pg_catalog.setval($1, -1, false)", 1, types, values, Visibility::Transaction,
+				SPI_OK_SELECT);
+	});
+}
+
+std::optional<int64_t>
+reserved_until()
+{
+	if (!OidIsValid(reserved_until_relid()))
+		return std::nullopt;
+	return read_mark();
+}
+
+} // namespace uidgen::pg

@@ -1,0 +1,187 @@
+/*
+ * module.cpp
+ *	  Module magic, _PG_init and the GUCs.
+ */
+#include "pg/guard.hpp"
+#include "backend/backend_generator.hpp"
+#include "registry/lease_table.hpp"
+#include "registry/agent.hpp"
+#include "pg/settings.hpp"
+#include "server/shared_state.hpp"
+
+extern "C" {
+#include "libpq-fe.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+}
+
+#include <climits>
+
+extern "C" {
+
+PG_MODULE_MAGIC;
+
+PGDLLEXPORT void _PG_init(void);
+}
+
+namespace uidgen::pg {
+
+int generator_setting = static_cast<int>(GeneratorKind::Cached);
+int max_backwards_wait_ms = 1000;
+int max_borrow_ms = 10000;
+bool worker_reuse = true;
+int scope_setting = static_cast<int>(Scope::Backend);
+int keeper_idle_timeout_ms = 300 * 1000;
+int max_chunk_setting = 8;
+char *registry_setting = nullptr;
+
+namespace {
+
+const struct config_enum_entry generator_options[] = {
+	{"cached", static_cast<int>(GeneratorKind::Cached), false},
+	{"default", static_cast<int>(GeneratorKind::Default), false},
+	{nullptr, 0, false},
+};
+
+const struct config_enum_entry scope_options[] = {
+	{"backend", static_cast<int>(Scope::Backend), false},
+	{"server", static_cast<int>(Scope::Server), false},
+	{nullptr, 0, false},
+};
+
+/* A malformed connection string is refused where it is set, never met later by the agent. */
+bool
+check_registry(char **newval, void **, GucSource)
+{
+	char *error = nullptr;
+	PQconninfoOption *options;
+
+	if (*newval == nullptr || (*newval)[0] == '\0')
+		return true;
+	options = PQconninfoParse(*newval, &error);
+	if (options == nullptr)
+	{
+		GUC_check_errmsg("invalid uidgen.registry connection string");
+		if (error != nullptr)
+		{
+			GUC_check_errdetail("%s", error);
+			PQfreemem(error);
+		}
+		return false;
+	}
+	PQconninfoFree(options);
+	return true;
+}
+
+void
+assign_registry(const char *, void *)
+{
+	registry_setting_changed();
+}
+
+} // namespace
+
+void
+define_settings()
+{
+	DefineCustomEnumVariable("uidgen.generator",
+							 gettext_noop("Selects how uid_next() follows the clock."),
+							 gettext_noop("\"cached\" borrows future time units when a unit's sequence "
+										  "runs out; \"default\" waits for the next unit."),
+							 &generator_setting, generator_setting, generator_options, PGC_USERSET, 0,
+							 nullptr, nullptr, nullptr);
+
+	DefineCustomIntVariable("uidgen.max_backwards_wait",
+							gettext_noop("Longest wait of the default generator for a clock that moved "
+										 "backwards; further back is an error."),
+							nullptr, &max_backwards_wait_ms, max_backwards_wait_ms, 0, 3600 * 1000,
+							PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr, nullptr);
+
+	/*
+	 * One bound for the server: it is also the least margin before a dead
+	 * backend's worker is reused.  What makes that margin safe is the time
+	 * reservation (reservation.hpp), which covers whatever the dead backend
+	 * borrowed under any value this had.
+	 */
+	DefineCustomIntVariable("uidgen.max_borrow",
+							gettext_noop("How far the cached generator may run ahead of the clock."),
+							gettext_noop("Also the least margin before the worker id of a backend that died "
+										 "without releasing it is reused; the time reservation keeps it safe."),
+							&max_borrow_ms, max_borrow_ms, 0, 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS,
+							nullptr, nullptr, nullptr);
+
+	DefineCustomBoolVariable("uidgen.worker_reuse",
+							 gettext_noop("Reuses the worker ids of released workers before allocating "
+										  "new ones."),
+							 gettext_noop("Off allocates a new worker id for every backend, which uses up "
+										  "the layout's worker ids faster."),
+							 &worker_reuse, worker_reuse, PGC_SUSET, 0, nullptr, nullptr,
+							 nullptr);
+
+	/*
+	 * A backend reads it at its first ID and keeps that scope, so that it
+	 * never switches between its own worker and the shared one; both kinds
+	 * of worker live side by side in the registry and under one time
+	 * reservation, so a reload or restart that switches never duplicates
+	 * (docs/design.md, "Server-wide generator").  Not PGC_POSTMASTER: that
+	 * needs preloading, which PostgreSQL 17 and later can do without.
+	 */
+	DefineCustomEnumVariable("uidgen.scope",
+							 gettext_noop("Selects whether each backend or each database of the server has a "
+										  "generator."),
+							 gettext_noop("\"backend\" gives every session a worker of its own; \"server\" "
+										  "gives each database one generator in shared memory that all its "
+										  "sessions take IDs from."),
+							 &scope_setting, scope_setting, scope_options, PGC_SIGHUP, 0, nullptr, nullptr,
+							 nullptr);
+
+	DefineCustomIntVariable("uidgen.keeper_idle_timeout",
+							gettext_noop("How long a database's uidgen keeper stays without IDs issued "
+										 "before it leaves."),
+							gettext_noop("A keeper holds a connection to its database; 0 keeps it for the "
+										 "life of the server."),
+							&keeper_idle_timeout_ms, keeper_idle_timeout_ms, 0, INT_MAX, PGC_SIGHUP,
+							GUC_UNIT_MS, nullptr, nullptr, nullptr);
+
+	/*
+	 * Larger chunks cost fewer atomic operations but let concurrent
+	 * inserters' runs of IDs interleave, which splits B-tree pages in the
+	 * middle rather than at the right edge (README, "Performance").
+	 */
+	DefineCustomIntVariable("uidgen.max_chunk",
+							gettext_noop("Most IDs a session takes at once from the server-wide generator."),
+							gettext_noop("A session's chunk starts at 1 and doubles up to this while it uses "
+										 "its chunks up within a time unit."),
+							&max_chunk_setting, max_chunk_setting, 1, 4096, PGC_SIGHUP, 0, nullptr, nullptr,
+							nullptr);
+
+	/*
+	 * The registry is reached by one background worker per server, which
+	 * needs the library preloaded; the value may hold a password, so only
+	 * superusers see it (GUC_SUPERUSER_ONLY).
+	 */
+	DefineCustomStringVariable("uidgen.registry",
+							   gettext_noop("Connection string of the registry database that leases worker "
+											"ids to this server."),
+							   gettext_noop("Empty keeps IDs unique within each database only. Needs "
+											"shared_preload_libraries = 'uidgen'."),
+							   &registry_setting, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, check_registry,
+							   assign_registry, nullptr);
+
+	MarkGUCPrefixReserved("uidgen");
+}
+
+} // namespace uidgen::pg
+
+void
+_PG_init(void)
+{
+	uidgen::pg::define_settings();
+	uidgen::pg::register_backend_callbacks();
+	/* Preloaded, the server-wide generators live in the main shared memory (shared_state.hpp). */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		uidgen::pg::request_shared_state();
+		uidgen::pg::register_registry_agent();
+	}
+}

@@ -1,0 +1,677 @@
+/*
+ * registry_agent.cpp
+ *	  The background worker that holds this server's link to its registry.
+ *
+ * One per server, started with the postmaster when uidgen is preloaded.
+ * It alone talks to the registry (uidgen.registry, over libpq), each call a
+ * transaction of the registry's own that commits before any ID is issued
+ * under what it returns: it leases blocks of worker ids for this server
+ * life, keeps a reserve of them, renews their leases and reports which
+ * database each worker went to.  Backends see the result in shared memory
+ * (fleet.hpp).  Nothing here throws: the code is C-like, and a failure is
+ * recorded for the backends that wait, then retried.
+ */
+#include "registry/agent.hpp"
+
+#include "pg/identity.hpp"
+#include "pg/pg_clock.hpp"
+#include "pg/settings.hpp"
+#include "registry/lease_table.hpp"
+
+extern "C" {
+#include "access/xlog.h"
+#include "libpq-fe.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "postmaster/postmaster.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/uuid.h"
+#include "utils/wait_event.h"
+}
+
+extern "C" {
+PGDLLEXPORT void uidgen_registry_agent_main(Datum arg);
+static void uidgen_agent_at_exit(int code, Datum arg);
+}
+
+namespace uidgen::pg {
+
+namespace {
+
+/* How often the agent looks at its blocks, and retries after a failure. */
+constexpr long tick_ms = 1000;
+
+PGconn *conn = nullptr;
+/* The uidgen.registry value conn was opened with. */
+char *connected_to = nullptr;
+
+/*
+ * Leases are renewed once a sixth of their TTL has passed, so that an
+ * outage of five sixths of a TTL changes nothing.
+ */
+bool
+renewal_due(const FleetState *state, int64_t now_mono)
+{
+	int64_t ttl = state->rules.lease_ttl_ms;
+
+	for (int i = 0; i < state->nblocks; i++)
+	{
+		if (state->blocks[i].deadline_mono_ms - now_mono < ttl * 5 / 6)
+			return true;
+	}
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		if (!state->grants[i].reported)
+			return true;
+	}
+	return false;
+}
+
+/* Workers not granted yet in blocks that can still grant them. */
+int64_t
+spare_workers(const FleetState *state, int64_t now_mono)
+{
+	int64_t spare = 0;
+
+	for (int i = 0; i < state->nblocks; i++)
+	{
+		const FleetBlock &b = state->blocks[i];
+
+		if (b.deadline_mono_ms - now_mono > state->rules.lease_ttl_ms / 3)
+			spare += b.last_worker - b.next_worker + 1;
+	}
+	return spare;
+}
+
+void
+set_status(AgentStatus status, int sqlstate, const char *error)
+{
+	FleetState *state = fleet_state();
+
+	SpinLockAcquire(&state->mutex);
+	state->status = status;
+	state->error_sqlstate = sqlstate;
+	strlcpy(state->error, error != nullptr ? error : "", sizeof(state->error));
+	SpinLockRelease(&state->mutex);
+	ConditionVariableBroadcast(&state->changed);
+	if (status == AgentStatus::Failed)
+		ereport(LOG, (errmsg("uidgen registry agent: %s", error)));
+}
+
+/* Leases past their end are lost for good: the registry may hand them out again. */
+void
+drop_expired_blocks(FleetState *state, int64_t now_mono)
+{
+	int kept = 0;
+
+	SpinLockAcquire(&state->mutex);
+	for (int i = 0; i < state->nblocks; i++)
+	{
+		if (state->blocks[i].deadline_mono_ms > now_mono)
+			state->blocks[kept++] = state->blocks[i];
+	}
+	state->nblocks = kept;
+	SpinLockRelease(&state->mutex);
+}
+
+void
+forget_blocks()
+{
+	FleetState *state = fleet_state();
+
+	SpinLockAcquire(&state->mutex);
+	state->nblocks = 0;
+	state->have_rules = false;
+	SpinLockRelease(&state->mutex);
+	ConditionVariableBroadcast(&state->changed);
+}
+
+/* The connection string with its password left out, for messages and the view. */
+void
+describe_registry(const char *conninfo, char *out, size_t size)
+{
+	char *err = nullptr;
+	PQconninfoOption *options = PQconninfoParse(conninfo, &err);
+	StringInfoData text;
+
+	if (options == nullptr)
+	{
+		strlcpy(out, "(invalid)", size);
+		if (err != nullptr)
+			PQfreemem(err);
+		return;
+	}
+	initStringInfo(&text);
+	for (PQconninfoOption *o = options; o->keyword != nullptr; o++)
+	{
+		if (o->val == nullptr || o->val[0] == '\0' || strcmp(o->keyword, "password") == 0)
+			continue;
+		appendStringInfo(&text, "%s%s=%s", text.len > 0 ? " " : "", o->keyword, o->val);
+	}
+	PQconninfoFree(options);
+	strlcpy(out, text.data, size);
+	pfree(text.data);
+}
+
+void
+disconnect()
+{
+	if (conn != nullptr)
+		PQfinish(conn);
+	conn = nullptr;
+}
+
+bool
+connect_to_registry()
+{
+	/* Earlier keywords give way to the connection string's, later ones win over it. */
+	const char *keywords[] = {"connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count",
+							  "dbname", "application_name", "options", nullptr};
+	const char *values[] = {"5", "10", "5", "3", registry_setting, "uidgen registry agent",
+							"-c statement_timeout=5000 -c lock_timeout=2000 "
+							"-c idle_in_transaction_session_timeout=10000 -c search_path=pg_catalog",
+							nullptr};
+
+	set_status(AgentStatus::Connecting, 0, nullptr);
+	conn = PQconnectdbParams(keywords, values, 1);
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		char message[error_text_size];
+
+		snprintf(message, sizeof(message), "could not connect: %s", PQerrorMessage(conn));
+		disconnect();
+		set_status(AgentStatus::Failed, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, message);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Records a failed call: a broken connection is closed, to be opened again;
+ * what the registry refused keeps its reason.
+ */
+void
+record_failure(PGresult *result, const char *what)
+{
+	char message[error_text_size];
+	const char *sqlstate = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+	const char *primary = result != nullptr ? PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+	int code = ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION;
+
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		snprintf(message, sizeof(message), "%s: connection lost: %s", what, PQerrorMessage(conn));
+		code = ERRCODE_CONNECTION_FAILURE;
+		disconnect();
+	}
+	else if (sqlstate != nullptr && strcmp(sqlstate, "42883") == 0)
+		snprintf(message, sizeof(message),
+				 "%s: the registry database has no uidgen 2.0 registry (CREATE EXTENSION uidgen, or ALTER "
+				 "EXTENSION uidgen UPDATE, there)",
+				 what);
+	else if (sqlstate != nullptr && strcmp(sqlstate, "3F000") == 0)
+		snprintf(message, sizeof(message), "%s: the registry database has no uidgen extension", what);
+	else
+		snprintf(message, sizeof(message), "%s: %s", what,
+				 primary != nullptr ? primary : PQerrorMessage(conn));
+	if (result != nullptr)
+		PQclear(result);
+	set_status(AgentStatus::Failed, code, message);
+}
+
+/* Runs a query of params; the result, or nullptr after recording the failure. */
+PGresult *
+call(const char *what, const char *sql, int nparams, const char *const *params)
+{
+	PGresult *result = PQexecParams(conn, sql, nparams, nullptr, params, nullptr, nullptr, 0);
+
+	if (PQresultStatus(result) != PGRES_TUPLES_OK)
+	{
+		record_failure(result, what);
+		return nullptr;
+	}
+	return result;
+}
+
+int64_t
+field_int64(PGresult *result, int row, int col)
+{
+	return strtoll(PQgetvalue(result, row, col), nullptr, 10);
+}
+
+/*
+ * Fetches the registry's rules and checks the two clocks against each
+ * other: the registry's, read between two readings of ours, may be off by
+ * half the round trip.
+ */
+bool
+fetch_rules()
+{
+	FleetState *state = fleet_state();
+	int64_t sent = backend_clock().now_ms();
+	PGresult *r = call("reading the registry's rules", "SELECT * FROM uidgen.registry_rules()", 0, nullptr);
+	int64_t received = backend_clock().now_ms();
+
+	if (r == nullptr)
+		return false;
+	FleetRules rules{};
+	rules.time_bits = static_cast<int>(field_int64(r, 0, 0));
+	rules.worker_bits = static_cast<int>(field_int64(r, 0, 1));
+	rules.seq_bits = static_cast<int>(field_int64(r, 0, 2));
+	rules.epoch_ms = field_int64(r, 0, 3);
+	rules.unit_ms = static_cast<int>(field_int64(r, 0, 4));
+	rules.max_borrow_ms = field_int64(r, 0, 5);
+	rules.lease_ttl_ms = field_int64(r, 0, 6);
+	rules.block_size = static_cast<int>(field_int64(r, 0, 7));
+	rules.max_clock_skew_ms = field_int64(r, 0, 8);
+	int64_t registry_clock = field_int64(r, 0, 9);
+	PQclear(r);
+
+	int64_t offset = registry_clock - (sent + received) / 2;
+	int64_t uncertainty = (received - sent + 1) / 2;
+	if (std::abs(offset) - uncertainty > rules.max_clock_skew_ms)
+	{
+		char message[error_text_size];
+
+		snprintf(message, sizeof(message),
+				 "this server's clock and the registry's differ by %lld ms, more than its max_clock_skew of "
+				 "%lld ms; synchronize the clocks",
+				 static_cast<long long>(offset), static_cast<long long>(rules.max_clock_skew_ms));
+		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
+		return false;
+	}
+	/*
+	 * max_borrow bounds how far past its lease a holder's IDs may reach, and
+	 * so when the registry may lease its block again: every member must
+	 * agree with the registry on it.
+	 */
+	if (max_borrow_ms != rules.max_borrow_ms)
+	{
+		char message[error_text_size];
+
+		snprintf(message, sizeof(message),
+				 "uidgen.max_borrow is %d ms on this server and %lld ms at the registry; every member must use "
+				 "the registry's",
+				 max_borrow_ms, static_cast<long long>(rules.max_borrow_ms));
+		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
+		return false;
+	}
+
+	SpinLockAcquire(&state->mutex);
+	state->rules = rules;
+	state->have_rules = true;
+	SpinLockRelease(&state->mutex);
+	return true;
+}
+
+/* Appends name as a quoted element of a text[] literal. */
+void
+append_array_text(StringInfo array, const char *name)
+{
+	appendStringInfoChar(array, '"');
+	for (const char *c = name; *c != '\0'; c++)
+	{
+		if (*c == '"' || *c == '\\')
+			appendStringInfoChar(array, '\\');
+		appendStringInfoChar(array, *c);
+	}
+	appendStringInfoChar(array, '"');
+}
+
+/* The text of this server life's identity, as the registry functions take it: 6 parameters. */
+struct Identity
+{
+	char life[UUID_LEN * 2 + 5];
+	char system_identifier[32];
+	char timeline[16];
+	char host[256];
+	char port[16];
+	char *databases;			/* a text[] literal, palloc'd */
+};
+
+Identity
+identity_of(FleetState *state)
+{
+	Identity id{};
+	pg_uuid_t uuid;
+
+	memcpy(uuid.data, state->life, UUID_LEN);
+	strlcpy(id.life, DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&uuid))), sizeof(id.life));
+	snprintf(id.system_identifier, sizeof(id.system_identifier), UINT64_FORMAT, GetSystemIdentifier());
+	snprintf(id.timeline, sizeof(id.timeline), "%u", GetWALInsertionTimeLine());
+	strlcpy(id.host, server_host_name(), sizeof(id.host));
+	snprintf(id.port, sizeof(id.port), "%d", PostPortNumber);
+
+	/* Copied out first: nothing may allocate under a spinlock. */
+	Oid *databases = static_cast<Oid *>(palloc(sizeof(Oid) * max_fleet_grants));
+	NameData *names_of = static_cast<NameData *>(palloc(sizeof(NameData) * max_fleet_grants));
+	int count = 0;
+
+	SpinLockAcquire(&state->mutex);
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		databases[count] = state->grants[i].database;
+		names_of[count++] = state->grants[i].database_name;
+	}
+	SpinLockRelease(&state->mutex);
+
+	StringInfoData names;
+	initStringInfo(&names);
+	appendStringInfoChar(&names, '{');
+	for (int i = 0; i < count; i++)
+	{
+		bool seen = false;
+
+		for (int j = 0; j < i && !seen; j++)
+			seen = databases[j] == databases[i];
+		if (seen)
+			continue;
+		if (names.len > 1)
+			appendStringInfoChar(&names, ',');
+		append_array_text(&names, NameStr(names_of[i]));
+	}
+	appendStringInfoChar(&names, '}');
+	id.databases = names.data;
+	return id;
+}
+
+/* Renews every lease this life holds; a block the registry no longer gives it is dropped. */
+bool
+renew(FleetState *state)
+{
+	StringInfoData blocks, floors, workers, databases;
+	FleetBlock *held = static_cast<FleetBlock *>(palloc(sizeof(FleetBlock) * max_fleet_blocks));
+	FleetGrant *grants = static_cast<FleetGrant *>(palloc(sizeof(FleetGrant) * max_fleet_grants));
+	int nheld;
+	int ngrants;
+
+	/* Copied out first: nothing may allocate under a spinlock. */
+	SpinLockAcquire(&state->mutex);
+	nheld = state->nblocks;
+	memcpy(held, state->blocks, sizeof(FleetBlock) * nheld);
+	ngrants = state->ngrants;
+	memcpy(grants, state->grants, sizeof(FleetGrant) * ngrants);
+	SpinLockRelease(&state->mutex);
+
+	initStringInfo(&blocks);
+	initStringInfo(&floors);
+	initStringInfo(&workers);
+	initStringInfo(&databases);
+	for (int i = 0; i < nheld; i++)
+	{
+		appendStringInfo(&blocks, "%s%lld", i > 0 ? "," : "", static_cast<long long>(held[i].block));
+		appendStringInfo(&floors, "%s%lld", i > 0 ? "," : "", static_cast<long long>(held[i].floor_delta));
+	}
+	int nreported = 0;
+	for (int i = 0; i < ngrants; i++)
+	{
+		if (grants[i].reported)
+			continue;
+		appendStringInfo(&workers, "%s%lld", nreported > 0 ? "," : "", static_cast<long long>(grants[i].worker));
+		if (nreported > 0)
+			appendStringInfoChar(&databases, ',');
+		append_array_text(&databases, NameStr(grants[i].database_name));
+		nreported++;
+	}
+	int reported_up_to = ngrants;
+
+	char *blocks_text = psprintf("{%s}", blocks.data);
+	char *floors_text = psprintf("{%s}", floors.data);
+	char *workers_text = psprintf("{%s}", workers.data);
+	char *databases_text = psprintf("{%s}", databases.data);
+	Identity id = identity_of(state);
+	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases,
+							blocks_text, floors_text, workers_text, databases_text};
+	int64_t sent = monotonic_ms();
+	PGresult *r = call("renewing the leases",
+					   "SELECT block, lease_ttl_ms FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+					   "$10)",
+					   10, params);
+
+	if (r == nullptr)
+		return false;
+
+	/* Parsed first: the spinlock is held for a copy only. */
+	int nrenewed = PQntuples(r);
+	int64_t *renewed = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
+	int64_t *deadline = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
+	for (int row = 0; row < nrenewed; row++)
+	{
+		renewed[row] = field_int64(r, row, 0);
+		deadline[row] = sent + field_int64(r, row, 1);
+	}
+	PQclear(r);
+
+	int kept = 0;
+	SpinLockAcquire(&state->mutex);
+	for (int i = 0; i < state->nblocks; i++)
+	{
+		for (int row = 0; row < nrenewed; row++)
+		{
+			if (renewed[row] == state->blocks[i].block)
+			{
+				state->blocks[i].deadline_mono_ms = deadline[row];
+				state->blocks[kept++] = state->blocks[i];
+				break;
+			}
+		}
+	}
+	state->nblocks = kept;
+	for (int i = 0; i < reported_up_to; i++)
+		state->grants[i].reported = true;
+	SpinLockRelease(&state->mutex);
+	ConditionVariableBroadcast(&state->changed);
+	return true;
+}
+
+bool
+claim_block(FleetState *state)
+{
+	Identity id = identity_of(state);
+	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases};
+	int64_t sent = monotonic_ms();
+	PGresult *r = call("leasing a block of worker ids",
+					   "SELECT block, first_worker, last_worker, floor_delta, lease_ttl_ms, held_back_until "
+					   "FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
+					   6, params);
+
+	if (r == nullptr)
+		return false;
+	if (PQgetisnull(r, 0, 0))
+	{
+		char message[error_text_size];
+
+		snprintf(message, sizeof(message),
+				 "the uidgen registry hands out no worker block until %s: it was restarted, restored or failed "
+				 "over, and may have lost leases, which their holders re-assert first",
+				 PQgetvalue(r, 0, 5));
+		PQclear(r);
+		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
+		return false;
+	}
+
+	FleetBlock b{};
+	b.block = field_int64(r, 0, 0);
+	b.first_worker = field_int64(r, 0, 1);
+	b.last_worker = field_int64(r, 0, 2);
+	b.floor_delta = field_int64(r, 0, 3);
+	b.claimed_at_ms = backend_clock().now_ms();
+	b.deadline_mono_ms = sent + field_int64(r, 0, 4);
+	b.next_worker = b.first_worker;
+	PQclear(r);
+
+	SpinLockAcquire(&state->mutex);
+	if (state->nblocks < max_fleet_blocks)
+		state->blocks[state->nblocks++] = b;
+	SpinLockRelease(&state->mutex);
+	ConditionVariableBroadcast(&state->changed);
+	return true;
+}
+
+/*
+ * Whether the reserve is short: less than half a block spare, or a
+ * registration waits and nothing is; under the mutex.
+ */
+bool
+block_wanted(const FleetState *state, int64_t now_mono)
+{
+	int64_t spare = spare_workers(state, now_mono);
+
+	return state->nblocks < max_fleet_blocks &&
+		   ((state->waiting > 0 && spare == 0) || spare < (state->rules.block_size + 1) / 2);
+}
+
+/*
+ * One round: when something is due (a renewal, a block for the reserve, or
+ * a retry after a failure), connect if need be, read the rules and check
+ * the clocks, renew, and lease what is missing.  Otherwise the registry
+ * hears nothing.
+ */
+void
+work(FleetState *state)
+{
+	drop_expired_blocks(state, monotonic_ms());
+
+	SpinLockAcquire(&state->mutex);
+	bool idle = state->have_rules && state->status == AgentStatus::Ready &&
+				!renewal_due(state, monotonic_ms()) && !block_wanted(state, monotonic_ms());
+	SpinLockRelease(&state->mutex);
+	if (idle)
+		return;
+
+	if (conn != nullptr && PQstatus(conn) != CONNECTION_OK)
+		disconnect();
+	if (conn == nullptr && !connect_to_registry())
+		return;
+	if (!fetch_rules())
+		return;
+
+	SpinLockAcquire(&state->mutex);
+	bool due = renewal_due(state, monotonic_ms());
+	SpinLockRelease(&state->mutex);
+	if (due && !renew(state))
+		return;
+
+	for (;;)
+	{
+		SpinLockAcquire(&state->mutex);
+		bool wanted = block_wanted(state, monotonic_ms());
+		SpinLockRelease(&state->mutex);
+		if (!wanted)
+			break;
+		if (!claim_block(state))
+			return;
+	}
+	set_status(AgentStatus::Ready, 0, nullptr);
+}
+
+void
+agent_loop()
+{
+	FleetState *state = fleet_state();
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		/* Another registry, or none: the blocks of the old one mean nothing to the new. */
+		if (connected_to == nullptr || strcmp(connected_to, registry_setting ? registry_setting : "") != 0)
+		{
+			disconnect();
+			forget_blocks();
+			if (connected_to != nullptr)
+				pfree(connected_to);
+			connected_to = MemoryContextStrdup(TopMemoryContext, registry_setting ? registry_setting : "");
+
+			char registry[registry_text_size];
+			describe_registry(connected_to, registry, sizeof(registry));
+			SpinLockAcquire(&state->mutex);
+			strlcpy(state->registry, registry, sizeof(state->registry));
+			SpinLockRelease(&state->mutex);
+			set_status(registry_configured() ? AgentStatus::Connecting : AgentStatus::Off, 0, nullptr);
+		}
+
+		if (registry_configured())
+		{
+			MemoryContext round = AllocSetContextCreate(CurrentMemoryContext, "uidgen agent round",
+														ALLOCSET_DEFAULT_SIZES);
+			MemoryContext previous = MemoryContextSwitchTo(round);
+
+			work(state);
+			MemoryContextSwitchTo(previous);
+			MemoryContextDelete(round);
+		}
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, tick_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+} // namespace
+
+void
+register_registry_agent()
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	/* A standby issues no ID: its agent starts when it is promoted. */
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 1;
+	strlcpy(worker.bgw_library_name, "uidgen", sizeof(worker.bgw_library_name));
+	strlcpy(worker.bgw_function_name, "uidgen_registry_agent_main", sizeof(worker.bgw_function_name));
+	strlcpy(worker.bgw_name, "uidgen registry agent", sizeof(worker.bgw_name));
+	strlcpy(worker.bgw_type, "uidgen registry agent", sizeof(worker.bgw_type));
+	RegisterBackgroundWorker(&worker);
+}
+
+void
+agent_at_exit()
+{
+	FleetState *state = fleet_state();
+
+	disconnect();
+	SpinLockAcquire(&state->mutex);
+	state->agent_latch = nullptr;
+	state->agent_pid = 0;
+	SpinLockRelease(&state->mutex);
+}
+
+} // namespace uidgen::pg
+
+void
+uidgen_registry_agent_main(Datum)
+{
+	using namespace uidgen::pg;
+
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	FleetState *state = fleet_state();
+	SpinLockAcquire(&state->mutex);
+	state->agent_latch = MyLatch;
+	state->agent_pid = MyProcPid;
+	SpinLockRelease(&state->mutex);
+	on_shmem_exit(uidgen_agent_at_exit, 0);
+
+	agent_loop();
+}
+
+static void
+uidgen_agent_at_exit(int, Datum)
+{
+	uidgen::pg::agent_at_exit();
+}

@@ -1,0 +1,362 @@
+/*
+ * fleet.cpp
+ *	  The leased worker blocks in shared memory, and taking workers out of
+ *	  them.
+ */
+#include "registry/lease_table.hpp"
+
+#include "pg/pg_clock.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/wait_event.h"
+}
+
+#include <algorithm>
+#include <ctime>
+#include <new>
+
+namespace uidgen::pg {
+
+namespace {
+
+FleetState *attached = nullptr;
+
+/*
+ * How much of a lease must be left for a block to hand out a worker: a
+ * worker whose lease ends at once would only fail.
+ */
+constexpr int64_t least_lease_left_ms = 1000;
+
+void
+initialize(FleetState *state)
+{
+	new (state) FleetState();
+	SpinLockInit(&state->mutex);
+	ConditionVariableInit(&state->changed);
+	state->status = AgentStatus::Off;
+	/*
+	 * The server life: drawn at every start of the shared memory, a crash
+	 * restart included, and never written down, so that no copy of this
+	 * server's files can ever share it.
+	 */
+	if (!pg_strong_random(state->life, sizeof(state->life)))
+		ereport(FATAL, (errmsg("could not generate a random uidgen server life token")));
+	/* An RFC 9562 version 4 UUID. */
+	state->life[6] = (state->life[6] & 0x0f) | 0x40;
+	state->life[8] = (state->life[8] & 0x3f) | 0x80;
+}
+
+/* A block that can grant a worker now; under the mutex. */
+FleetBlock *
+block_with_room(FleetState *state, int64_t now_mono)
+{
+	for (int i = 0; i < state->nblocks; i++)
+	{
+		FleetBlock &b = state->blocks[i];
+
+		if (b.next_worker <= b.last_worker && b.deadline_mono_ms - now_mono >= least_lease_left_ms)
+			return &b;
+	}
+	return nullptr;
+}
+
+const FleetBlock *
+block_of(const FleetState *state, int64_t worker)
+{
+	for (int i = 0; i < state->nblocks; i++)
+	{
+		const FleetBlock &b = state->blocks[i];
+
+		if (worker >= b.first_worker && worker <= b.last_worker)
+			return &b;
+	}
+	return nullptr;
+}
+
+} // namespace
+
+Layout
+FleetRules::layout() const
+{
+	return Layout(time_bits, worker_bits, seq_bits, epoch_ms,
+				  unit_ms == 1000 ? TimeUnit::Second : TimeUnit::Millisecond);
+}
+
+void
+attach_fleet_state()
+{
+	bool found;
+
+	attached = static_cast<FleetState *>(ShmemInitStruct("uidgen fleet", sizeof(FleetState), &found));
+	if (!found)
+		initialize(attached);
+}
+
+FleetState *
+fleet_state()
+{
+	return attached;
+}
+
+int64_t
+monotonic_ms()
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+wake_agent()
+{
+	FleetState *state = fleet_state();
+	Latch *latch;
+
+	if (state == nullptr)
+		return;
+	SpinLockAcquire(&state->mutex);
+	latch = state->agent_latch;
+	SpinLockRelease(&state->mutex);
+	if (latch != nullptr)
+		SetLatch(latch);
+}
+
+void
+report_fleet_failure(const char *what)
+{
+	FleetState *state = fleet_state();
+	char registry[registry_text_size];
+	char error[error_text_size];
+	int sqlstate;
+	AgentStatus status;
+
+	SpinLockAcquire(&state->mutex);
+	memcpy(registry, state->registry, sizeof(registry));
+	memcpy(error, state->error, sizeof(error));
+	sqlstate = state->error_sqlstate;
+	status = state->status;
+	SpinLockRelease(&state->mutex);
+	registry[sizeof(registry) - 1] = '\0';
+	error[sizeof(error) - 1] = '\0';
+
+	if (status == AgentStatus::Failed && error[0] != '\0')
+		ereport(ERROR,
+				(errcode(sqlstate != 0 ? sqlstate : ERRCODE_CONNECTION_FAILURE),
+				 errmsg("%s: the uidgen registry \"%s\" failed", what, registry),
+				 errdetail_internal("%s", error),
+				 errhint("The server's registry agent retries every second; see uidgen.registry_status.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("%s: no answer from the uidgen registry \"%s\" in time", what, registry),
+			 errhint("See uidgen.registry_status and the server log.")));
+	pg_unreachable();
+}
+
+void
+wait_for_agent(int64_t until_mono, const char *what)
+{
+	FleetState *state = fleet_state();
+
+	SpinLockAcquire(&state->mutex);
+	/* The agent could not reach the registry, or was refused: waiting would not help. */
+	bool failed = state->status == AgentStatus::Failed;
+	SpinLockRelease(&state->mutex);
+	int64_t left = until_mono - monotonic_ms();
+	if (failed || left <= 0)
+		report_fleet_failure(what);
+
+	wake_agent();
+	/* Interruptible; an error leaves the sleep through ConditionVariableCancelSleep() at abort. */
+	ConditionVariablePrepareToSleep(&state->changed);
+	(void) ConditionVariableTimedSleep(&state->changed, std::min<int64_t>(left, 1000), PG_WAIT_EXTENSION);
+	ConditionVariableCancelSleep();
+}
+
+namespace {
+
+/* A worker for database from a block with room, or nullopt; errors when the grants are full. */
+std::optional<FleetWorker>
+try_take(FleetState *state, Oid database, const char *database_name)
+{
+	std::optional<FleetWorker> taken;
+	bool grants_full = false;
+
+	SpinLockAcquire(&state->mutex);
+	FleetBlock *b = block_with_room(state, monotonic_ms());
+	if (b != nullptr && state->ngrants >= max_fleet_grants)
+		grants_full = true;
+	else if (b != nullptr)
+	{
+		FleetGrant &g = state->grants[state->ngrants++];
+
+		g.worker = b->next_worker++;
+		g.database = database;
+		namestrcpy(&g.database_name, database_name);
+		g.reported = false;
+		g.issued_until = -1;
+		taken = FleetWorker{g.worker, b->floor_delta};
+	}
+	SpinLockRelease(&state->mutex);
+
+	if (grants_full)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("this server has granted %d uidgen workers since it started", max_fleet_grants),
+				 errhint("Restart the server, or use uidgen.scope = 'server', which needs one worker a "
+						 "database.")));
+	return taken;
+}
+
+void
+count_waiting(FleetState *state, int delta)
+{
+	SpinLockAcquire(&state->mutex);
+	state->waiting += delta;
+	SpinLockRelease(&state->mutex);
+}
+
+} // namespace
+
+namespace {
+
+/* Waits for a block with room, counted among the registrations that wait. */
+FleetWorker
+take_waiting(FleetState *state, Oid database, const char *database_name, int64_t until)
+{
+	std::optional<FleetWorker> taken;
+
+	count_waiting(state, 1);
+	PG_TRY();
+	{
+		while (!(taken = try_take(state, database, database_name)))
+			wait_for_agent(until, "could not lease a block of worker ids");
+	}
+	PG_CATCH();
+	{
+		count_waiting(state, -1);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	count_waiting(state, -1);
+	return *taken;
+}
+
+} // namespace
+
+FleetWorker
+take_fleet_worker(Oid database, const char *database_name, int timeout_ms)
+{
+	FleetState *state = fleet_state();
+	std::optional<FleetWorker> taken = try_take(state, database, database_name);
+	FleetWorker worker = taken ? *taken : take_waiting(state, database, database_name, monotonic_ms() + timeout_ms);
+
+	/* Keep a block in reserve: the agent leases the next one now if this one runs low. */
+	wake_agent();
+	return worker;
+}
+
+void
+note_fleet_exit(int64_t worker, int64_t last_delta)
+{
+	FleetState *state = fleet_state();
+
+	if (state == nullptr)
+		return;
+	SpinLockAcquire(&state->mutex);
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		if (state->grants[i].worker == worker)
+			state->grants[i].issued_until = std::max(state->grants[i].issued_until, last_delta);
+	}
+	SpinLockRelease(&state->mutex);
+}
+
+int64_t
+fleet_issued_until(int64_t worker)
+{
+	FleetState *state = fleet_state();
+	int64_t issued = -1;
+
+	if (state == nullptr)
+		return issued;
+	SpinLockAcquire(&state->mutex);
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		if (state->grants[i].worker == worker)
+			issued = std::max(issued, state->grants[i].issued_until);
+	}
+	SpinLockRelease(&state->mutex);
+	return issued;
+}
+
+int64_t *
+granted_workers(Oid database, int *count)
+{
+	FleetState *state = fleet_state();
+	int64_t *workers = static_cast<int64_t *>(palloc(sizeof(int64_t) * max_fleet_grants));
+	int n = 0;
+
+	int64_t now_mono = monotonic_ms();
+
+	SpinLockAcquire(&state->mutex);
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		const FleetBlock *b = block_of(state, state->grants[i].worker);
+
+		/* A worker of a block whose lease ended may be another server's now. */
+		if (state->grants[i].database == database && b != nullptr &&
+			b->deadline_mono_ms - now_mono >= least_lease_left_ms)
+			workers[n++] = state->grants[i].worker;
+	}
+	SpinLockRelease(&state->mutex);
+	*count = n;
+	return workers;
+}
+
+std::optional<int64_t>
+lease_cap_delta(int64_t worker, const Layout &layout)
+{
+	FleetState *state = fleet_state();
+	int64_t deadline = 0;
+	int64_t max_borrow = 0;
+
+	if (state == nullptr)
+		return std::nullopt;
+	SpinLockAcquire(&state->mutex);
+	const FleetBlock *b = block_of(state, worker);
+	if (b != nullptr)
+	{
+		deadline = b->deadline_mono_ms;
+		max_borrow = state->rules.max_borrow_ms;
+	}
+	SpinLockRelease(&state->mutex);
+
+	int64_t left = deadline - monotonic_ms();
+	if (b == nullptr || left <= 0)
+		return std::nullopt;
+	return layout.delta_at(backend_clock().now_ms() + left + max_borrow);
+}
+
+std::optional<FleetRules>
+fleet_rules()
+{
+	FleetState *state = fleet_state();
+	std::optional<FleetRules> rules;
+
+	if (state == nullptr)
+		return rules;
+	SpinLockAcquire(&state->mutex);
+	if (state->have_rules)
+		rules = state->rules;
+	SpinLockRelease(&state->mutex);
+	return rules;
+}
+
+} // namespace uidgen::pg

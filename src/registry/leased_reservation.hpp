@@ -1,0 +1,76 @@
+/*
+ * leased_reservation.hpp
+ *	  The time reservation of a worker from a registry's block: the
+ *	  database's reservation, capped by the block's lease.
+ *
+ * A generator extends its reservation before it issues a unit beyond it,
+ * about once per reservation window, so checking the lease there costs the
+ * hot path nothing: the cap is what the lease covers as it stands (the rest
+ * of the lease on the monotonic clock, plus max_borrow), and the registry
+ * leases the block again only above it (docs/design.md, "Leases").  A lease
+ * that ran out, or was lost, marks the reservation, so that the backend
+ * gives its worker up and claims another from a live block.
+ */
+#pragma once
+
+#include "core/error.hpp"
+#include "core/reservation.hpp"
+#include "layout/reservation.hpp"
+#include "registry/lease_table.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace uidgen::pg {
+
+/* The error of a worker whose lease ended: class 08, as any failure of the registry. */
+[[noreturn]] inline void
+throw_lease_ended(int64_t worker)
+{
+	throw Error(ErrorKind::ConnectionFailure,
+				"the registry's lease of uidgen worker " + std::to_string(worker) + " has run out",
+				"The server's registry agent could not renew it in time (see uidgen.registry_status).",
+				"The next uid_next() claims a worker from a block the server still holds.");
+}
+
+class LeasedReservation final : public TimeReservation
+{
+public:
+	/*
+	 * leased: the worker came from a registry's block; otherwise this is the
+	 * database's reservation.  A lease that ends sets recheck, so that the
+	 * hot path, which looks at that flag anyway, needs no test of its own.
+	 */
+	LeasedReservation(const Layout &layout, int64_t worker, bool leased, bool &recheck)
+		: database_(layout), layout_(layout), worker_(worker), leased_(leased), recheck_(recheck)
+	{
+	}
+
+	int64_t extend(int64_t delta) override
+	{
+		if (!leased_)
+			return database_.extend(delta);
+
+		std::optional<int64_t> cap = lease_cap_delta(worker_, layout_);
+		if (!cap || *cap < delta)
+		{
+			lost_ = true;
+			recheck_ = true;
+			throw_lease_ended(worker_);
+		}
+		return std::min(database_.extend(delta), *cap);
+	}
+
+	bool leased() const { return leased_; }
+	bool lost() const { return lost_; }
+
+private:
+	DatabaseReservation database_;
+	Layout layout_;
+	int64_t worker_;
+	bool leased_;
+	bool &recheck_;
+	bool lost_ = false;
+};
+
+} // namespace uidgen::pg

@@ -1,0 +1,199 @@
+/*
+ * fn_fleet.cpp
+ *	  The view uidgen.registry_status and uidgen.local_origin(): what this
+ *	  server holds of its registry's ID space, from shared memory.
+ */
+#include "layout/catalog.hpp"
+#include "pg/guard.hpp"
+#include "pg/identity.hpp"
+#include "pg/time_convert.hpp"
+#include "registry/lease_table.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/xlog.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "postmaster/postmaster.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+#include "utils/uuid.h"
+}
+
+using namespace uidgen;
+using namespace uidgen::pg;
+
+namespace {
+
+const char *
+status_name(AgentStatus status)
+{
+	switch (status)
+	{
+		case AgentStatus::Off:
+			return "off";
+		case AgentStatus::Connecting:
+			return "connecting";
+		case AgentStatus::Ready:
+			return "ready";
+		case AgentStatus::Failed:
+			return "failed";
+	}
+	return "unknown";
+}
+
+/* A copy of the shared state, taken under its mutex (the grants are not needed). */
+struct FleetSnapshot
+{
+	uint8 life[16];
+	AgentStatus status;
+	char error[error_text_size];
+	char registry[registry_text_size];
+	int nblocks;
+	FleetBlock blocks[max_fleet_blocks];
+	int granted[max_fleet_blocks];
+};
+
+void
+take_snapshot(const FleetState *state, FleetSnapshot *s)
+{
+	SpinLockAcquire(const_cast<slock_t *>(&state->mutex));
+	memcpy(s->life, state->life, sizeof(s->life));
+	s->status = state->status;
+	memcpy(s->error, state->error, sizeof(s->error));
+	memcpy(s->registry, state->registry, sizeof(s->registry));
+	s->nblocks = state->nblocks;
+	memcpy(s->blocks, state->blocks, sizeof(FleetBlock) * state->nblocks);
+	for (int i = 0; i < state->nblocks; i++)
+		s->granted[i] = static_cast<int>(state->blocks[i].next_worker - state->blocks[i].first_worker);
+	SpinLockRelease(const_cast<slock_t *>(&state->mutex));
+	s->error[sizeof(s->error) - 1] = '\0';
+	s->registry[sizeof(s->registry) - 1] = '\0';
+}
+
+Datum
+uuid_datum(const uint8 *bytes)
+{
+	pg_uuid_t *uuid = static_cast<pg_uuid_t *>(palloc(sizeof(pg_uuid_t)));
+
+	memcpy(uuid->data, bytes, UUID_LEN);
+	return UUIDPGetDatum(uuid);
+}
+
+} // namespace
+
+/*
+ * registry_status_rows() returns setof record: one row per block this
+ * server life leases, or one row with NULL block columns when it has none
+ * (or the library is not preloaded: life is NULL then).
+ */
+UIDGEN_FUNCTION(registry_status_rows)
+{
+	pg_call([fcinfo] {
+		InitMaterializedSRF(fcinfo, 0);
+
+		ReturnSetInfo *rs = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+		FleetState *state = fleet_state();
+		FleetSnapshot *s = static_cast<FleetSnapshot *>(palloc0(sizeof(FleetSnapshot)));
+		Datum values[10];
+		bool nulls[10];
+
+		if (state != nullptr)
+			take_snapshot(state, s);
+		int64_t now = monotonic_ms();
+
+		for (int i = 0; i < std::max(1, s->nblocks); i++)
+		{
+			memset(nulls, 0, sizeof(nulls));
+			values[0] = state != nullptr ? uuid_datum(s->life) : 0;
+			nulls[0] = state == nullptr;
+			values[1] = CStringGetTextDatum(s->registry);
+			nulls[1] = state == nullptr;
+			values[2] = CStringGetTextDatum(state != nullptr ? status_name(s->status) : "not preloaded");
+			values[3] = CStringGetTextDatum(s->error);
+			nulls[3] = s->error[0] == '\0';
+			if (i < s->nblocks)
+			{
+				const FleetBlock &b = s->blocks[i];
+
+				values[4] = Int64GetDatum(b.block);
+				values[5] = Int64GetDatum(b.first_worker);
+				values[6] = Int64GetDatum(b.last_worker);
+				values[7] = Int64GetDatum(b.floor_delta);
+				values[8] = Int64GetDatum(std::max<int64_t>(0, b.deadline_mono_ms - now));
+				values[9] = Int32GetDatum(s->granted[i]);
+			}
+			else
+			{
+				for (int c = 4; c < 10; c++)
+					nulls[c] = true;
+			}
+			tuplestore_putvalues(rs->setResult, rs->setDesc, values, nulls);
+		}
+	});
+	return static_cast<Datum>(0);
+}
+
+/*
+ * local_origin(uid bigint) returns (system_identifier, database, host,
+ * port, claimed_at): the database of this server life whose worker issued
+ * uid, when a block it leases holds that worker and the ID is above the
+ * block's floor; all NULL otherwise.
+ */
+UIDGEN_FUNCTION(uid_local_origin)
+{
+	int64_t uid = PG_GETARG_INT64(0);
+	Layout layout = database_layout();
+	FleetState *state = fleet_state();
+
+	return pg_call([fcinfo, uid, &layout, state] {
+		TupleDesc desc;
+		Datum values[5] = {};
+		bool nulls[5] = {true, true, true, true, true};
+
+		if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		desc = BlessTupleDesc(desc);
+
+		if (state != nullptr && uid >= 0)
+		{
+			UidFields fields = layout.decompose(uid);
+			int64_t worker = fields.worker;
+			int64_t delta = fields.delta;
+			NameData database;
+			int64_t claimed_at_ms = 0;
+			bool found = false;
+
+			SpinLockAcquire(&state->mutex);
+			for (int i = 0; i < state->ngrants && !found; i++)
+			{
+				if (state->grants[i].worker != worker)
+					continue;
+				for (int j = 0; j < state->nblocks && !found; j++)
+				{
+					const FleetBlock &b = state->blocks[j];
+
+					if (worker >= b.first_worker && worker <= b.last_worker && delta > b.floor_delta)
+					{
+						database = state->grants[i].database_name;
+						claimed_at_ms = b.claimed_at_ms;
+						found = true;
+					}
+				}
+			}
+			SpinLockRelease(&state->mutex);
+
+			if (found)
+			{
+				values[0] = CStringGetTextDatum(psprintf(UINT64_FORMAT, GetSystemIdentifier()));
+				values[1] = CStringGetTextDatum(NameStr(database));
+				values[2] = CStringGetTextDatum(server_host_name());
+				values[3] = Int32GetDatum(PostPortNumber);
+				values[4] = TimestampTzGetDatum(unix_ms_to_timestamptz(claimed_at_ms));
+				memset(nulls, 0, sizeof(nulls));
+			}
+		}
+		return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+	});
+}

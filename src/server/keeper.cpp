@@ -1,0 +1,462 @@
+/*
+ * keeper.cpp
+ *	  The background worker that keeps a database's server-wide generator.
+ */
+#include "server/keeper.hpp"
+
+#include "core/shared_cursor.hpp"
+#include "layout/catalog.hpp"
+#include "layout/reservation.hpp"
+#include "pg/guard.hpp"
+#include "pg/pg_clock.hpp"
+#include "pg/settings.hpp"
+#include "registry/lease_table.hpp"
+#include "registry/leased_reservation.hpp"
+#include "workers/claim.hpp"
+#include "workers/worker_lock.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/wait_event.h"
+}
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+namespace uidgen::pg {
+
+namespace {
+
+/* How close the cursor or the clock may come to the reservation before the keeper raises it. */
+constexpr int64_t raise_ahead_ms = 5000;
+
+/* How often the keeper looks at its generator when nobody asks it anything. */
+constexpr long tick_ms = 1000;
+
+/* This keeper's slot, for the exit callbacks. */
+SharedGenerator *kept = nullptr;
+
+/* The registry and layout its workers were claimed under. */
+std::optional<Registration> registration;
+
+template <typename Work>
+void
+in_transaction(Work work)
+{
+	pg_call([] {
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+	});
+	work();
+	pg_call([] {
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	});
+}
+
+int64_t
+units_of_ms(const Layout &layout, int64_t ms)
+{
+	return std::max<int64_t>(1, ms / layout.unit_ms());
+}
+
+void
+publish(SharedGenerator *g, const Registration &r, int64_t reserved)
+{
+	const Layout &layout = r.layout;
+	CursorWords words(layout);
+	int64_t now_ms = backend_clock().now_ms();
+	int64_t first = std::max(layout.delta_at(now_ms), r.claim.floor_delta + 1);
+
+	SpinLockAcquire(&g->mutex);
+	g->layout = layout;
+	g->worker = r.claim.worker;
+	g->started_at_ms = now_ms;
+	g->private_count = 0;
+	g->reserved_until.store(reserved);
+	/* A backend that sees the new cursor must see the new generation too (server_generator.cpp). */
+	g->generation.fetch_add(1);
+	g->cursor.store(words.first_of(first), std::memory_order_release);
+	g->stage = KeeperStage::Ready;
+	SpinLockRelease(&g->mutex);
+	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
+}
+
+/*
+ * What may be published of covered: with a registry, no more than the
+ * leases of the keeper's workers cover (leased_reservation.hpp).  A lease
+ * that ran out ends the keeper; sessions start a new one, which claims
+ * workers from a block the server still holds.
+ */
+int64_t
+within_leases(SharedGenerator *g, const Layout &layout, int64_t covered)
+{
+	if (!registration->leased)
+		return covered;
+
+	int64_t workers[1 + max_private_workers];
+	int count = 0;
+
+	workers[count++] = registration->claim.worker;
+	SpinLockAcquire(&g->mutex);
+	for (int i = 0; i < g->private_count; i++)
+		workers[count++] = g->privates[i].worker;
+	SpinLockRelease(&g->mutex);
+
+	for (int i = 0; i < count; i++)
+	{
+		std::optional<int64_t> cap = lease_cap_delta(workers[i], layout);
+		if (!cap)
+			throw_lease_ended(workers[i]);
+		covered = std::min(covered, *cap);
+	}
+	return covered;
+}
+
+/* Keeps the reservation ahead of the cursor and of the clock. */
+void
+raise_reservation(SharedGenerator *g, const Layout &layout)
+{
+	CursorWords words(layout);
+	uint64_t word = g->cursor.load() & ~cursor_closed_bit;
+	int64_t now = layout.delta_at(backend_clock().now_ms());
+	/* Private workers' generators ask with wanted_until: the cursor does not know how far they went. */
+	int64_t needed = std::max({now, words.delta_of(word), g->wanted_until.load()}) + units_of_ms(layout, raise_ahead_ms);
+
+	if (needed <= g->reserved_until.load())
+		return;
+
+	DatabaseReservation reservation(layout);
+	int64_t covered = within_leases(g, layout, reservation.extend(std::min(needed, layout.max_delta())));
+
+	if (covered <= g->reserved_until.load())
+		return;
+	g->reserved_until.store(covered);
+	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
+}
+
+/* Claims one more worker for backends whose demand the shared cursor cannot meet. */
+void
+claim_private_worker(SharedGenerator *g)
+{
+	bool wanted;
+
+	SpinLockAcquire(&g->mutex);
+	wanted = g->private_wanted && g->private_count < max_private_workers;
+	int64_t now = registration->layout.delta_at(backend_clock().now_ms());
+	/* One is free, and its borrowed time has passed: no need for another. */
+	for (int i = 0; i < g->private_count; i++)
+		wanted = wanted && (g->privates[i].borrower_pid != 0 || g->privates[i].floor_delta >= now);
+	g->private_wanted = false;
+	SpinLockRelease(&g->mutex);
+	if (!wanted)
+		return;
+
+	Registration r = claim_new_worker();
+
+	SpinLockAcquire(&g->mutex);
+	g->privates[g->private_count++] = PrivateWorker{r.claim.worker, r.claim.floor_delta, 0};
+	SpinLockRelease(&g->mutex);
+	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
+}
+
+bool
+private_workers_lent(SharedGenerator *g)
+{
+	bool lent = false;
+
+	SpinLockAcquire(&g->mutex);
+	for (int i = 0; i < g->private_count; i++)
+		lent = lent || g->privates[i].borrower_pid != 0;
+	SpinLockRelease(&g->mutex);
+	return lent;
+}
+
+/* Whether the worker still belongs to this database's registry (not dropped or replaced). */
+bool
+registry_unchanged(Oid relid)
+{
+	return pg_call([] { return OidIsValid(get_extension_oid("uidgen", true)); }) &&
+		   worker_node_relid() == relid && registration->leased == registry_configured();
+}
+
+void
+wait_for_work()
+{
+	pg_call([] {
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, tick_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	});
+}
+
+void
+run_keeper(SharedGenerator *g)
+{
+	/* The claim and every raise must be on disk before a backend issues under them. */
+	pg_call([] {
+		SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
+		SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+		SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+	});
+
+	int64_t covered = 0;
+	in_transaction([g, &covered] {
+		if (!OidIsValid(pg_call([] { return get_extension_oid("uidgen", true); })))
+			pg_call([] {
+				ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+								errmsg("extension \"uidgen\" is not installed in database \"%s\"",
+									   get_database_name(MyDatabaseId))));
+			});
+		if (!OidIsValid(reserved_until_relid()))
+			pg_call([] {
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("uidgen.scope = server needs the time reservation of uidgen 1.1.0 or later"),
+						 errhint("Run ALTER EXTENSION uidgen UPDATE in database \"%s\".",
+								 get_database_name(MyDatabaseId))));
+			});
+		registration.emplace(claim_new_worker());
+		/* Cover the first units before anything is issued in them. */
+		DatabaseReservation reservation(registration->layout);
+		int64_t now = registration->layout.delta_at(backend_clock().now_ms());
+		int64_t first = std::max(now, registration->claim.floor_delta + 1);
+		covered = within_leases(g, registration->layout,
+								reservation.extend(std::min(first + units_of_ms(registration->layout, raise_ahead_ms),
+															registration->layout.max_delta())));
+	});
+	/* Committed above: the claim is durable before any ID is issued under it. */
+	publish(g, *registration, covered);
+
+	uint64_t ids_seen = g->ids.load();
+	int64_t last_activity_ms = backend_clock().now_ms();
+
+	for (;;)
+	{
+		wait_for_work();
+
+		bool unchanged = true;
+		in_transaction([g, &unchanged] {
+			unchanged = registry_unchanged(registration->relid);
+			if (!unchanged)
+				return;
+			/* A lease that ended stops the generator now, not at its next raise. */
+			(void) within_leases(g, registration->layout, registration->layout.max_delta());
+			raise_reservation(g, registration->layout);
+			claim_private_worker(g);
+		});
+		if (!unchanged)
+		{
+			ereport(LOG, (errmsg("uidgen keeper: the extension was dropped or replaced, or uidgen.registry changed; leaving")));
+			return;
+		}
+
+		int64_t now_ms = backend_clock().now_ms();
+		uint64_t ids = g->ids.load();
+
+		if (ids != ids_seen || private_workers_lent(g))
+		{
+			ids_seen = ids;
+			last_activity_ms = now_ms;
+		}
+		else if (keeper_idle_timeout_ms > 0 && now_ms - last_activity_ms >= keeper_idle_timeout_ms)
+			return;
+	}
+}
+
+/* C++ exceptions end here, as a PostgreSQL error; nothing with a destructor is live at the raise. */
+void
+run_keeper_guarded(SharedGenerator *g)
+{
+	try
+	{
+		run_keeper(g);
+		return;
+	}
+	catch (...)
+	{
+		save_current_exception();
+	}
+	raise_saved_error();
+}
+
+/* Waiting backends raise the keeper's error as their own. */
+void
+record_failure(SharedGenerator *g)
+{
+	MemoryContext previous = MemoryContextSwitchTo(TopMemoryContext);
+	ErrorData *error = CopyErrorData();
+
+	SpinLockAcquire(&g->mutex);
+	g->stage = KeeperStage::Failed;
+	g->error_code = error->sqlerrcode;
+	strlcpy(g->error_message, error->message ? error->message : "", sizeof(g->error_message));
+	strlcpy(g->error_hint, error->hint ? error->hint : "", sizeof(g->error_hint));
+	SpinLockRelease(&g->mutex);
+	ConditionVariableBroadcast(&g->changed);
+	FreeErrorData(error);
+	MemoryContextSwitchTo(previous);
+}
+
+/*
+ * Closes the cursor, then releases the workers: the shared one above every
+ * word handed out, the private ones above everything the reservation let
+ * their borrowers issue.  Runs before PostgreSQL's own exit callbacks.
+ */
+void
+release_at_keeper_exit()
+{
+	SharedGenerator *g = kept;
+
+	if (!registration)
+		return;
+
+	CursorWords words(registration->layout);
+	std::optional<uint64_t> closed = close_cursor(g->cursor);
+	int64_t reserved = g->reserved_until.load();
+	int64_t last_shared = closed && *closed > 0 ? words.delta_of(*closed - 1) : reserved;
+
+	for (int i = 0; i < held_worker_count(); i++)
+	{
+		const HeldWorker &held = held_worker(i);
+		bool shared = held.worker == registration->claim.worker;
+
+		if (held.use != WorkerUse::Candidate)
+			retire_worker(held.registry_relid, held.worker, shared ? last_shared : reserved);
+	}
+	release_at_exit();
+	unlock_all_workers();
+}
+
+/* Last of all: the next backend that needs a keeper starts one. */
+void
+leave_slot()
+{
+	SharedGenerator *g = kept;
+
+	(void) close_cursor(g->cursor);
+	SpinLockAcquire(&g->mutex);
+	g->keeper_latch = nullptr;
+	g->keeper_pid = 0;
+	g->private_count = 0;
+	if (g->stage != KeeperStage::Failed)
+		g->stage = KeeperStage::Idle;
+	SpinLockRelease(&g->mutex);
+	ConditionVariableBroadcast(&g->changed);
+}
+
+} // namespace
+
+bool
+launch_keeper(SharedState *state, SharedGenerator *generator)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+	Oid database = generator->database;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(worker.bgw_library_name, "uidgen", sizeof(worker.bgw_library_name));
+	strlcpy(worker.bgw_function_name, "uidgen_keeper_main", sizeof(worker.bgw_function_name));
+	snprintf(worker.bgw_name, sizeof(worker.bgw_name), "uidgen keeper for database %u", database);
+	strlcpy(worker.bgw_type, "uidgen keeper", sizeof(worker.bgw_type));
+	worker.bgw_main_arg = Int32GetDatum(generator_index(state, generator));
+	memcpy(worker.bgw_extra, &database, sizeof(database));
+	worker.bgw_notify_pid = 0;
+	return RegisterDynamicBackgroundWorker(&worker, &handle);
+}
+
+} // namespace uidgen::pg
+
+using namespace uidgen::pg;
+
+extern "C" {
+static void
+keeper_leave_slot(int, Datum)
+{
+	leave_slot();
+}
+
+static void
+keeper_release(int, Datum)
+{
+	release_at_keeper_exit();
+}
+}
+
+void
+uidgen_keeper_main(Datum main_arg)
+{
+	int index = DatumGetInt32(main_arg);
+	Oid database;
+	SharedState *state;
+	SharedGenerator *g;
+
+	memcpy(&database, MyBgworkerEntry->bgw_extra, sizeof(database));
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	state = shared_state();
+	if (state == nullptr || index < 0 || index >= max_shared_generators)
+		proc_exit(1);
+	g = &state->generators[index];
+
+	/*
+	 * One keeper a slot: one launched so late that a backend gave it up and
+	 * launched another (server_generator.cpp) leaves if that one came first.
+	 */
+	bool taken;
+	SpinLockAcquire(&g->mutex);
+	taken = g->database == database && g->stage == KeeperStage::Starting && g->keeper_pid == 0;
+	if (taken)
+	{
+		g->keeper_pid = MyProcPid;
+		g->keeper_latch = MyLatch;
+	}
+	SpinLockRelease(&g->mutex);
+	if (!taken)
+		proc_exit(0);
+	kept = g;
+	/* Registered first, so it runs last: even when connecting fails. */
+	before_shmem_exit(keeper_leave_slot, 0);
+
+	BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+	pgstat_report_appname("uidgen keeper");
+	/* Runs before PostgreSQL's exit callbacks release the session locks. */
+	before_shmem_exit(keeper_release, 0);
+
+	PG_TRY();
+	{
+		run_keeper_guarded(g);
+	}
+	PG_CATCH();
+	{
+		record_failure(g);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	proc_exit(0);
+}

@@ -1,0 +1,147 @@
+/*
+ * claim.cpp
+ *	  The one claim path: a worker for a backend or a keeper, from the
+ *	  worker table or from the registry's grants, and its release at exit.
+ */
+#include "workers/claim.hpp"
+
+#include "layout/catalog.hpp"
+#include "pg/guard.hpp"
+#include "pg/identity.hpp"
+#include "pg/pg_clock.hpp"
+#include "pg/settings.hpp"
+#include "pg/spi.hpp"
+#include "registry/lease_table.hpp"
+#include "workers/registry_claim.hpp"
+#include "workers/worker_lock.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "commands/extension.h"
+#include "storage/lmgr.h"
+#include "utils/guc.h"
+#include "utils/snapmgr.h"
+}
+
+namespace uidgen::pg {
+
+namespace {
+
+int64_t
+borrow_units(const Layout &layout)
+{
+	return (int64_t{max_borrow_ms} + layout.unit_ms() - 1) / layout.unit_ms();
+}
+
+/*
+ * Releases worker at exit, unless another backend may hold it now (we could
+ * not take its session locks back: its row is not ours to write) or its row
+ * is locked (an exiting backend must not wait).
+ */
+void
+release_if_still_held(Oid registry_relid, int64_t worker, const char *identity, int64_t last_delta)
+{
+	if (relock_worker(registry_relid, worker) && lock_row_nowait(worker))
+		write_release(worker, identity, last_delta);
+}
+
+void
+release_held_workers(Oid registry_relid)
+{
+	char *identity = database_identity();
+
+	for (int i = 0; i < held_worker_count(); i++)
+	{
+		const HeldWorker &held = held_worker(i);
+
+		if (held.use != WorkerUse::Candidate && held.registry_relid == registry_relid)
+			release_if_still_held(registry_relid, held.worker, identity, held.last_delta);
+	}
+}
+
+} // namespace
+
+Registration
+claim_new_worker()
+{
+	Registration r = with_spi(Rights::Owner, [] {
+		Oid relid = worker_node_relid();
+		bool leased = registry_configured();
+
+		/* Before the lock below: adopting the registry's layout locks uidgen.config exclusively. */
+		if (leased)
+			adopt_fleet_layout();
+
+		/* uid_configure takes an ExclusiveLock: the layout cannot change under a registration. */
+		LockRelationOid(config_relid(), RowShareLock);
+		char *config_origin;
+		Layout layout = read_layout(true, &config_origin);
+		int64_t now_delta = layout.delta_at(backend_clock().now_ms());
+
+		if (now_delta > layout.max_delta())
+			throw_time_exhausted(layout);
+
+		RegistryOrigin origin = registry_origin(config_origin);
+		Claim claim = leased ? claim_fleet_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse)
+							 : claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
+		write_claim(claim.worker, origin.identity);
+		return Registration{relid, layout, claim, leased};
+	});
+
+	start_issuing(r.relid, r.claim.worker);
+	return r;
+}
+
+void
+release_at_exit()
+{
+	if (held_worker_count() == 0)
+		return;
+	/* Before anything that could stop the release below: reuse in this server life starts above it. */
+	for (int i = 0; i < held_worker_count(); i++)
+	{
+		const HeldWorker &held = held_worker(i);
+
+		if (held.use != WorkerUse::Candidate)
+			note_fleet_exit(held.worker, held.last_delta);
+	}
+	if (RecoveryInProgress())
+		return;
+
+	/* A FATAL error may leave a transaction open, or failed. */
+	AbortOutOfAnyTransaction();
+	StartTransactionCommand();
+	if (!OidIsValid(get_extension_oid("uidgen", true)))
+	{
+		/* Dropped while we lived: nothing to release. */
+		CommitTransactionCommand();
+		return;
+	}
+	/*
+	 * An exiting backend holds interrupts off, so lock_timeout cannot end a
+	 * wait: take nothing that could wait.  A worker left unreleased is found
+	 * leaked later, which is safe.
+	 */
+	(void) set_config_option("transaction_isolation", "read committed", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	(void) set_config_option("transaction_read_only", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true,
+							 0, false);
+	/* Nor wait for a WAL flush: a release lost in a crash leaves the row active, found leaked. */
+	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
+							 false);
+	/* Our workers belong to a registry that DROP and CREATE EXTENSION replaced: not this one's. */
+	forget_catalog_cache();
+	Oid registry_relid = worker_node_relid();
+	if (!ConditionalLockRelationOid(registry_relid, RowExclusiveLock))
+	{
+		CommitTransactionCommand();
+		return;
+	}
+	PushActiveSnapshot(GetTransactionSnapshot());
+	with_spi(Rights::Owner, [registry_relid] { release_held_workers(registry_relid); });
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+} // namespace uidgen::pg

@@ -1,0 +1,38 @@
+/*
+ * claim.hpp
+ *	  The one claim path, for backends (scope backend) and keepers (scope
+ *	  server) alike: a worker from the worker table, or with a registry from
+ *	  this server's grants (registry_claim.hpp), and its release at exit.
+ */
+#pragma once
+
+#include "core/layout.hpp"
+#include "workers/worker_table.hpp"
+
+extern "C" {
+#include "postgres.h"
+}
+
+namespace uidgen::pg {
+
+/* A worker claimed, with its session locks held and its claim written in the current transaction. */
+struct Registration
+{
+	Oid relid;		/* uidgen.worker_node */
+	Layout layout;
+	Claim claim;
+	bool leased;	/* from a block of the registry's (uidgen.registry) */
+};
+
+/* Claims a worker as a registering backend does; inside a transaction. */
+Registration claim_new_worker();
+
+/*
+ * At exit: releases every worker this process holds, each at the last unit
+ * it issued, which its user records first (retire_worker()): a worker still
+ * a candidate issued nothing and is only unlocked.  Then unlock_all_workers()
+ * (worker_lock.hpp) takes their locks back, even when releasing failed.
+ */
+void release_at_exit();
+
+} // namespace uidgen::pg

@@ -1,0 +1,243 @@
+/*
+ * fleet_claim.cpp
+ *	  Claiming a worker when the server has a registry (uidgen.registry).
+ *
+ * The 1.0 protocol goes on inside the blocks this server life leased:
+ * uidgen.worker_node stays the database's record, with the same session
+ * locks, reuse of released workers and release of leaked ones.  What
+ * changes is where fresh ids come from (the server's blocks, fleet.hpp,
+ * instead of the database's sequence) and which released workers may be
+ * reused (only those this server life granted to this database: a worker
+ * of an earlier life, or of the time before joining, may belong to another
+ * server now).
+ */
+#include "workers/registry_claim.hpp"
+
+#include "core/generator.hpp"
+#include "layout/catalog.hpp"
+#include "layout/reservation.hpp"
+#include "pg/spi.hpp"
+#include "pg/time_convert.hpp"
+#include "registry/lease_table.hpp"
+#include "workers/worker_lock.hpp"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/builtins.h"
+#include "utils/wait_event.h"
+}
+
+#include <algorithm>
+
+namespace uidgen::pg {
+
+namespace {
+
+/* How long a registration waits for the registry agent. */
+constexpr int fleet_wait_ms = 10000;
+
+/* How many of the server's workers one registration tries before it gives up. */
+constexpr int fleet_attempts = 64;
+
+void
+require_fleet_support()
+{
+	if (fleet_state() == nullptr)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("uidgen.registry is set, but uidgen is not in shared_preload_libraries"),
+				 errdetail("The worker blocks a registry leases are held by a background worker of the server."),
+				 errhint("Add uidgen to shared_preload_libraries and restart the server, or set uidgen.registry "
+						 "to an empty string.")));
+	if (!OidIsValid(membership_relid()))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("uidgen.registry needs uidgen 2.0.0 or later in database \"%s\"",
+						get_database_name(MyDatabaseId)),
+				 errhint("Run ALTER EXTENSION uidgen UPDATE in this database.")));
+}
+
+/* The registry's rules, waiting for the agent's first exchange with it. */
+FleetRules
+await_fleet_rules()
+{
+	int64_t until = monotonic_ms() + fleet_wait_ms;
+	std::optional<FleetRules> rules;
+
+	while (!(rules = fleet_rules()))
+		wait_for_agent(until, "could not read the fleet's layout");
+	return *rules;
+}
+
+/* A text[] literal of ids, for "= ANY($n::bigint[])". */
+char *
+id_array(const int64_t *ids, int count)
+{
+	StringInfoData text;
+
+	initStringInfo(&text);
+	appendStringInfoChar(&text, '{');
+	for (int i = 0; i < count; i++)
+		appendStringInfo(&text, "%s%lld", i > 0 ? "," : "", static_cast<long long>(ids[i]));
+	appendStringInfoChar(&text, '}');
+	return text.data;
+}
+
+/*
+ * 1.0's reuse among the workers this life granted to this database, above
+ * what their last holder noted at its exit too: a holder whose claim went
+ * into a prepared transaction that rolled back, and whose release could
+ * not be written, left the row as it was before (backend.cpp).
+ */
+bool
+claim_granted_worker(const Layout &layout, const char *identity, Oid registry_relid, int64_t now_delta,
+					 Claim *claim)
+{
+	int count;
+	int64_t *granted = granted_workers(MyDatabaseId, &count);
+
+	if (count == 0 ||
+		!claim_released_worker(layout, identity, registry_relid, now_delta, id_array(granted, count), claim))
+		return false;
+	claim->floor_delta = std::max(claim->floor_delta, fleet_issued_until(claim->worker));
+	return true;
+}
+
+/*
+ * The database's join floor, joining now if it has not joined this
+ * registry yet: every ID it issued before is at or below the floor (the
+ * time reservation covers them, and the borrowing bound what sessions that
+ * have not seen the reload yet may still issue), and every worker it claims
+ * from the registry's blocks starts above it.  Its old workers are retired.
+ */
+int64_t
+join_floor(const char *identity, Oid registry_relid, int64_t now_delta, int64_t borrow_units)
+{
+	FleetState *state = fleet_state();
+	char registry[registry_text_size];
+
+	SpinLockAcquire(&state->mutex);
+	memcpy(registry, state->registry, sizeof(registry));
+	SpinLockRelease(&state->mutex);
+	registry[sizeof(registry) - 1] = '\0';
+
+	Oid types[2] = {TEXTOID, INT8OID};
+	Datum values[2] = {CStringGetTextDatum(registry), Int64GetDatum(0)};
+	if (spi_run("SELECT join_floor FROM uidgen.membership WHERE registry = $1", 1, types, values,
+				Visibility::Latest, SPI_OK_SELECT) == 1)
+		return spi_int64(0, 0);
+
+	spi_run("SELECT coalesce(max(last_time), -1), count(*) FROM uidgen.worker_node", 0, nullptr, nullptr,
+			Visibility::Latest, SPI_OK_SELECT);
+	int64_t last_time = spi_int64(0, 0);
+	bool ever_issued = spi_int64(0, 1) > 0;
+	int64_t reserved = reserved_until().value_or(Generator::no_floor);
+	/*
+	 * A database that never registered a worker has nothing to stay above:
+	 * a transaction that stored an ID committed its worker's claim too.  (Its
+	 * mark is not a sign of IDs: creating the extension sets it ahead.)
+	 */
+	int64_t floor = ever_issued ? std::max({last_time, now_delta + borrow_units, reserved}) : Generator::no_floor;
+
+	values[1] = Int64GetDatum(floor);
+	/*
+	 * Another session of this database may be joining at the same moment:
+	 * then its floor holds (it covers every ID issued before either joined),
+	 * and ours, computed after its first claim committed, would only be
+	 * higher than needed.  Joining another registry replaces the row.
+	 */
+	if (spi_run("INSERT INTO uidgen.membership AS m (registry, joined_at, join_floor) VALUES ($1, now(), $2) "
+				"ON CONFLICT (singleton) DO UPDATE SET registry = excluded.registry, joined_at = excluded.joined_at, "
+				"    join_floor = greatest(m.join_floor, excluded.join_floor) "
+				"    WHERE m.registry <> excluded.registry "
+				"RETURNING join_floor",
+				2, types, values, Visibility::Latest, SPI_OK_INSERT_RETURNING) == 0 &&
+		spi_run("SELECT join_floor FROM uidgen.membership WHERE registry = $1", 1, types, values, Visibility::Latest,
+				SPI_OK_SELECT) == 1)
+		return spi_int64(0, 0);
+	(void) release_dead_workers(registry_relid, identity, floor);
+	ereport(LOG,
+			(errmsg("uidgen: database \"%s\" joined the registry \"%s\"", get_database_name(MyDatabaseId),
+					registry),
+			 errdetail("Its workers start above time unit %lld from now on.", static_cast<long long>(floor))));
+	return floor;
+}
+
+} // namespace
+
+void
+adopt_fleet_layout()
+{
+	require_fleet_support();
+
+	FleetRules rules = await_fleet_rules();
+	Layout fleet = rules.layout();
+	Layout current = read_layout(true);
+
+	if (fleet == current)
+		return;
+	if (layout_is_in_use())
+	{
+		char here[256];
+		char there[256];
+		{
+			std::string a = current.describe();
+			std::string b = fleet.describe();
+
+			strlcpy(here, a.c_str(), sizeof(here));
+			strlcpy(there, b.c_str(), sizeof(there));
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the layout of database \"%s\" differs from its uidgen registry's",
+						get_database_name(MyDatabaseId)),
+				 errdetail("This database issued IDs under layout %s; the registry's is %s.", here, there),
+				 errhint("A database joins a registry with the registry's layout: set uidgen.registry only for "
+						 "databases that use it, or configure the registry with this layout.")));
+	}
+	(void) change_layout(fleet, unix_ms_to_timestamptz(rules.epoch_ms));
+}
+
+Claim
+claim_fleet_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid, int64_t now_delta,
+				   int64_t borrow_units, bool reuse)
+{
+	Claim claim{};
+	int64_t joined = join_floor(origin.identity, registry_relid, now_delta, borrow_units);
+
+	if (reuse)
+	{
+		if (claim_granted_worker(layout, origin.identity, registry_relid, now_delta, &claim))
+			return claim;
+		if (release_dead_workers(registry_relid, origin.identity, now_delta + borrow_units) > 0 &&
+			claim_granted_worker(layout, origin.identity, registry_relid, now_delta, &claim))
+			return claim;
+	}
+
+	const char *database = get_database_name(MyDatabaseId);
+	for (int attempt = 0; attempt < fleet_attempts; attempt++)
+	{
+		FleetWorker taken = take_fleet_worker(MyDatabaseId, database, fleet_wait_ms);
+
+		if (taken.worker > std::min<int64_t>(layout.max_worker(), max_lockable_worker))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("the uidgen registry leased worker %lld, beyond this layout's %lld",
+							static_cast<long long>(taken.worker), static_cast<long long>(layout.max_worker()))));
+		/* A session that has not seen the reload still holds an old worker of this number. */
+		if (!try_lock_worker(registry_relid, taken.worker))
+			continue;
+		int64_t floor = std::max({taken.floor_delta, joined, worker_last_time(taken.worker).value_or(-1)});
+		return Claim{taken.worker, floor};
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("every uidgen worker this server was granted is held by a session of this database"),
+			 errhint("Sessions that began before uidgen.registry was set keep their workers until they end.")));
+	pg_unreachable();
+}
+
+} // namespace uidgen::pg

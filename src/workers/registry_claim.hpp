@@ -1,0 +1,31 @@
+/*
+ * fleet_claim.hpp
+ *	  Claiming a worker from the blocks this server leased from its registry.
+ *
+ * Both run inside an SPI connection, as the extension owner, in the
+ * registering transaction (registry.hpp's conventions).
+ */
+#pragma once
+
+#include "core/layout.hpp"
+#include "workers/worker_table.hpp"
+
+namespace uidgen::pg {
+
+/*
+ * Makes this database's layout the registry's when no worker has ever
+ * registered in it, or errors when it differs; waits for the registry
+ * agent's first exchange.  Run before the registration locks uidgen.config.
+ */
+void adopt_fleet_layout();
+
+/*
+ * claim_worker() with a registry: joins the registry first if this
+ * database has not (a join floor above every ID it issued before), then
+ * reuses a released worker this server life granted to this database, or
+ * takes a fresh one from the server's blocks.  Takes its session locks.
+ */
+Claim claim_fleet_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid, int64_t now_delta,
+						 int64_t borrow_units, bool reuse);
+
+} // namespace uidgen::pg

@@ -1,0 +1,189 @@
+/*
+ * worker_lock.cpp
+ *	  Session locks on worker ids, and the list of workers this backend holds.
+ */
+#include "workers/worker_lock.hpp"
+
+#include "pg/compat.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "storage/lock.h"
+}
+
+namespace uidgen::pg {
+
+namespace {
+
+constexpr uint16 advisory_key_kind = 3;
+constexpr LOCKMODE worker_lock_mode = ExclusiveLock;
+
+/*
+ * Every worker whose locks this backend took and has not released.  A
+ * registration locks one candidate at a time, and a backend retires a
+ * worker only when it loses a lock, so a few entries are the norm.
+ */
+constexpr int max_held_workers = 64;
+HeldWorker held[max_held_workers];
+int held_count = 0;
+
+HeldWorker *
+find_held(Oid registry_relid, int64_t worker)
+{
+	for (int i = 0; i < held_count; i++)
+		if (held[i].registry_relid == registry_relid && held[i].worker == worker)
+			return &held[i];
+	return nullptr;
+}
+
+void
+forget(Oid registry_relid, int64_t worker)
+{
+	HeldWorker *entry = find_held(registry_relid, worker);
+
+	if (entry != nullptr)
+		*entry = held[--held_count];
+}
+
+void
+set_use(Oid registry_relid, int64_t worker, WorkerUse use, int64_t last_delta)
+{
+	HeldWorker *entry = find_held(registry_relid, worker);
+
+	Assert(entry != nullptr);
+	if (entry != nullptr)
+	{
+		entry->use = use;
+		entry->last_delta = last_delta;
+	}
+}
+
+LOCKTAG
+object_tag(Oid registry_relid, int64_t worker)
+{
+	LOCKTAG tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, registry_relid, static_cast<uint32>(worker), 0);
+	return tag;
+}
+
+LOCKTAG
+advisory_tag(Oid registry_relid, int64_t worker)
+{
+	LOCKTAG tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, registry_relid, static_cast<uint32>(worker), advisory_key_kind);
+	return tag;
+}
+
+/*
+ * Without waiting.  A full shared lock table is an error for a claimant
+ * (not a worker that looks busy), but not while a transaction aborts.
+ */
+bool
+try_take(const LOCKTAG &tag, bool report_memory_error)
+{
+	return lock_acquire_nowait(tag, worker_lock_mode, true, report_memory_error) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+bool
+take_if_lost(const LOCKTAG &tag)
+{
+	return lock_held_by_me(tag, worker_lock_mode) || try_take(tag, false);
+}
+
+void
+release_if_held(const LOCKTAG &tag)
+{
+	if (lock_held_by_me(tag, worker_lock_mode))
+		LockRelease(&tag, worker_lock_mode, true);
+}
+
+} // namespace
+
+bool
+try_lock_worker(Oid registry_relid, int64_t worker)
+{
+	Assert(worker >= 0 && worker <= max_lockable_worker);
+	LOCKTAG object = object_tag(registry_relid, worker);
+	LOCKTAG advisory = advisory_tag(registry_relid, worker);
+
+	/* Held already means held by this backend: not a free worker. */
+	if (lock_held_by_me(object, worker_lock_mode) || lock_held_by_me(advisory, worker_lock_mode))
+		return false;
+	if (held_count == max_held_workers)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("this session holds too many uidgen workers"),
+				 errdetail("It holds %d, most of them workers it stopped using after losing their locks.",
+						   held_count),
+				 errhint("Start a new session.")));
+	if (!try_take(object, true))
+		return false;
+	if (!try_take(advisory, true))
+	{
+		LockRelease(&object, worker_lock_mode, true);
+		return false;
+	}
+	held[held_count++] = HeldWorker{registry_relid, worker, WorkerUse::Candidate, 0};
+	return true;
+}
+
+void
+unlock_worker(Oid registry_relid, int64_t worker)
+{
+	release_if_held(object_tag(registry_relid, worker));
+	release_if_held(advisory_tag(registry_relid, worker));
+	forget(registry_relid, worker);
+}
+
+void
+start_issuing(Oid registry_relid, int64_t worker)
+{
+	set_use(registry_relid, worker, WorkerUse::Issuing, 0);
+}
+
+void
+retire_worker(Oid registry_relid, int64_t worker, int64_t last_delta)
+{
+	set_use(registry_relid, worker, WorkerUse::Retired, last_delta);
+}
+
+void
+unlock_candidates()
+{
+	for (int i = held_count - 1; i >= 0; i--)
+		if (held[i].use == WorkerUse::Candidate)
+			unlock_worker(held[i].registry_relid, held[i].worker);
+}
+
+void
+unlock_all_workers()
+{
+	while (held_count > 0)
+		unlock_worker(held[held_count - 1].registry_relid, held[held_count - 1].worker);
+}
+
+bool
+relock_worker(Oid registry_relid, int64_t worker)
+{
+	bool object_held = take_if_lost(object_tag(registry_relid, worker));
+	bool advisory_held = take_if_lost(advisory_tag(registry_relid, worker));
+
+	return object_held && advisory_held;
+}
+
+int
+held_worker_count()
+{
+	return held_count;
+}
+
+const HeldWorker &
+held_worker(int index)
+{
+	Assert(index >= 0 && index < held_count);
+	return held[index];
+}
+
+} // namespace uidgen::pg

@@ -1,0 +1,96 @@
+/*
+ * registry.hpp
+ *	  uidgen.worker_node: claiming, re-claiming and releasing worker ids.
+ *
+ * Every function here runs inside an SPI connection, as the extension owner
+ * with a pinned search_path (spi.hpp), in the calling transaction.
+ */
+#pragma once
+
+#include "core/layout.hpp"
+
+extern "C" {
+#include "postgres.h"
+}
+
+#include <cstdint>
+#include <optional>
+
+namespace uidgen::pg {
+
+struct Claim
+{
+	int64_t worker;
+	int64_t floor_delta;	/* the generator starts after it */
+};
+
+/*
+ * Where a registration stands: this database's identity, and whether the
+ * registry was made by another database (this one is a restored or
+ * template copy of it, which may still be generating).
+ */
+struct RegistryOrigin
+{
+	const char *identity;	/* uidgen.database_identity() */
+	bool is_copy;			/* uidgen.config.origin differs from it */
+};
+
+/* Compares uidgen.config.origin with this database. */
+RegistryOrigin registry_origin(const char *config_origin);
+
+/*
+ * Claims a worker id for this backend and takes its session locks: a
+ * released worker of this database whose last_time has passed when reuse is
+ * on, otherwise a fresh id from the identity.  Workers of this database left
+ * active by dead backends are released on the way, with last_time the
+ * greater of now + borrow and the time reservation (reservation.hpp).
+ * Errors with program_limit_exceeded when nothing is left.  Does not write
+ * the claim.
+ *
+ * A copy of a database shares the original's registry and sequence up to
+ * the moment of the copy, so it never reuses the workers it inherited and
+ * counts its fresh ids down from the top of the range while the original
+ * counts up: the two never share a worker until together they have used
+ * every worker id.
+ */
+Claim claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid, int64_t now_delta,
+				   int64_t borrow_units, bool reuse);
+
+/*
+ * 1.0's reuse: a released worker of this database whose last_time has
+ * passed, among the ids of only (a bigint[] literal) unless it is null,
+ * locked; its floor is the row's last_time.  False when none is.
+ */
+bool claim_released_worker(const Layout &layout, const char *identity, Oid registry_relid, int64_t now_delta,
+						   const char *only, Claim *claim);
+
+/*
+ * Marks worker active and held by this backend (an upsert: a fresh row may
+ * have rolled back).  Written as of now rather than of the transaction's
+ * snapshot; the session locks keep other writers away.
+ */
+void write_claim(int64_t worker, const char *identity);
+
+/*
+ * Marks worker released by this backend, with last_time at least
+ * last_delta; inserts the row if the claim never committed.
+ */
+void write_release(int64_t worker, const char *identity, int64_t last_delta);
+
+/*
+ * Locks worker's row if it can be done at once; true also when there is no
+ * row.  For the exit release, which must never wait.
+ */
+bool lock_row_nowait(int64_t worker);
+
+/* The row's last_time; nullopt when it has none, or there is no row. */
+std::optional<int64_t> worker_last_time(int64_t worker);
+
+/*
+ * Releases this database's active workers whose holders are gone, with
+ * last_time at least until_delta and never below the time reservation;
+ * returns how many.  Skips this backend's own workers.
+ */
+int release_dead_workers(Oid registry_relid, const char *identity, int64_t until_delta);
+
+} // namespace uidgen::pg
