@@ -114,15 +114,17 @@ stop_all_jobs() {
 	done
 }
 
-# Totals by kind: unit, regress, isolation, and tap for the TAP files.
+# Totals by kind: the checks of the tree, unit, regress, isolation, and tap
+# for the TAP files.
 jobs_summary() {
 	local kind result name passed failed
-	for kind in unit regress isolation tap; do
+	for kind in checks unit regress isolation tap; do
 		local p=0 f=0 n=0
 		for result in "${jobs_results[@]}"; do
 			read -r name passed failed _ <<<"$result"
 			case "$name" in
 				unit|regress|isolation) [ "$name" = "$kind" ] || continue ;;
+				layering|meta) [ "$kind" = checks ] || continue ;;
 				*) [ "$kind" = tap ] || continue ;;
 			esac
 			p=$((p + passed))

@@ -1,8 +1,8 @@
 /*
- * backend.cpp
+ * backend_generator.cpp
  *	  The per-backend generator and the life of its worker claim.
  *
- * A backend registers on its first uid_next() (registry.cpp) and keeps its
+ * A backend registers on its first uid_next() (worker_table.cpp) and keeps its
  * worker for life.  What can happen to the claim afterwards is followed
  * here, through PostgreSQL's transaction callbacks:
  *
@@ -64,7 +64,7 @@ static void uidgen_resource_release_callback(ResourceReleasePhase phase, bool is
 											 void *arg);
 static void uidgen_release_at_exit(int code, Datum arg);
 static void uidgen_unlock_at_exit(int code, Datum arg);
-static void uidgen_registry_relcache_callback(Datum arg, Oid relid);
+static void uidgen_worker_table_relcache_callback(Datum arg, Oid relid);
 }
 
 namespace uidgen::pg {
@@ -129,23 +129,23 @@ private:
 struct IssuingWorker
 {
 	/* A floor past the end of the layout's time leaves a generator that can only say so. */
-	IssuingWorker(Oid registry_relid, const Layout &layout, int64_t worker, int64_t floor_delta, bool leased)
-		: registry_relid(registry_relid), reservation(layout, worker, leased, registry_may_have_changed),
+	IssuingWorker(Oid worker_table, const Layout &layout, int64_t worker, int64_t floor_delta, bool leased)
+		: worker_table(worker_table), reservation(layout, worker, leased, recheck),
 		  generator(layout, worker, std::min(floor_delta, layout.max_delta()), reservation)
 	{
 	}
 	IssuingWorker(const IssuingWorker &) = delete;
 	IssuingWorker &operator=(const IssuingWorker &) = delete;
 
-	bool ready() const { return claim.written() && !locks_lost && !registry_may_have_changed; }
+	bool ready() const { return claim.written() && !locks_lost && recheck == 0; }
 
-	Oid registry_relid;				 /* uidgen.worker_node when it was claimed */
+	Oid worker_table;				 /* uidgen.worker_node when it was claimed */
 	/*
-	 * A relcache invalidation of registry_relid, a change of uidgen.registry
-	 * or a lease that ended: prepare_to_issue() looks again.  Before
-	 * reservation, which sets it.
+	 * Why prepare_to_issue() must look again before the next ID: a bit of
+	 * Recheck per cause, so that the hot path tests them all at once.
+	 * Before reservation, which sets Recheck::lease_ended.
 	 */
-	bool registry_may_have_changed = false;
+	uint8_t recheck = 0;
 	LeasedReservation reservation;	 /* before generator, which refers to it */
 	Generator generator;
 	ClaimState claim;
@@ -185,7 +185,7 @@ retire_issuing_worker()
 {
 	const Generator &generator = state.issuing->generator;
 
-	retire_worker(state.issuing->registry_relid, generator.worker_id(), generator.last_delta());
+	retire_worker(state.issuing->worker_table, generator.worker_id(), generator.last_delta());
 	state.issuing.reset();
 }
 
@@ -205,9 +205,9 @@ register_worker()
 	}
 }
 
-/* Forgets every worker, and releases their locks: their registry was dropped. */
+/* Forgets every worker, and releases their locks: their worker table was dropped. */
 void
-forget_registry()
+forget_worker_table()
 {
 	unlock_all_workers();
 	state.issuing.reset();
@@ -233,7 +233,7 @@ resume_after_lost_locks()
 	if (floor > issuing.generator.last_delta())
 	{
 		/* Copies: emplace() destroys the worker these come from before it builds the new one. */
-		Oid relid = issuing.registry_relid;
+		Oid relid = issuing.worker_table;
 		Layout layout = issuing.generator.layout();
 		bool leased = issuing.reservation.leased();
 
@@ -252,7 +252,7 @@ check_locks()
 {
 	IssuingWorker *issuing = state.issuing ? &*state.issuing : nullptr;
 
-	if (issuing != nullptr && !relock_worker(issuing->registry_relid, issuing->generator.worker_id()))
+	if (issuing != nullptr && !relock_worker(issuing->worker_table, issuing->generator.worker_id()))
 		issuing->locks_lost = true;
 }
 
@@ -265,20 +265,20 @@ prepare_to_issue()
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot execute uid_next() in a read-only transaction")));
 
-	if (state.issuing && state.issuing->registry_may_have_changed)
+	if (state.issuing && state.issuing->recheck != 0)
 	{
-		/* DROP and CREATE EXTENSION: the worker belonged to a registry that is gone. */
-		if (worker_node_relid() != state.issuing->registry_relid)
-			forget_registry();
+		/* DROP and CREATE EXTENSION: the worker belonged to a worker table that is gone. */
+		if (worker_table_relid() != state.issuing->worker_table)
+			forget_worker_table();
 		/* uidgen.registry was set or unset, or the worker's lease ran out: claim another. */
 		else if (state.issuing->reservation.lost() || state.issuing->reservation.leased() != registry_configured())
 			retire_issuing_worker();
 		else
-			state.issuing->registry_may_have_changed = false;
+			state.issuing->recheck = 0;
 	}
 	if (state.issuing && state.issuing->locks_lost)
 	{
-		if (relock_worker(state.issuing->registry_relid, state.issuing->generator.worker_id()))
+		if (relock_worker(state.issuing->worker_table, state.issuing->generator.worker_id()))
 			resume_after_lost_locks();
 		else
 			retire_issuing_worker();
@@ -307,7 +307,7 @@ xact_callback(XactEvent event)
 			 * row.  So its claim may go into a prepared transaction (a Citus
 			 * shard's, say) and is not written again, which would wait for
 			 * that transaction.  Reuse starts above what the holder noted at
-			 * its exit (fleet.hpp), whatever the row says.
+			 * its exit (lease_table.hpp), whatever the row says.
 			 */
 			if (issuing->claim.pending() && !issuing->reservation.leased())
 				ereport(ERROR,
@@ -432,20 +432,20 @@ void
 registry_setting_changed()
 {
 	if (state.issuing)
-		state.issuing->registry_may_have_changed = true;
+		state.issuing->recheck |= Recheck::registry_changed;
 }
 
 void
-registry_relcache_callback(Oid relid)
+worker_table_relcache_callback(Oid relid)
 {
-	if (state.issuing && (relid == InvalidOid || relid == state.issuing->registry_relid))
-		state.issuing->registry_may_have_changed = true;
+	if (state.issuing && (relid == InvalidOid || relid == state.issuing->worker_table))
+		state.issuing->recheck |= Recheck::table_invalidated;
 }
 
 void
 register_backend_callbacks()
 {
-	CacheRegisterRelcacheCallback(uidgen_registry_relcache_callback, 0);
+	CacheRegisterRelcacheCallback(uidgen_worker_table_relcache_callback, 0);
 	RegisterXactCallback(uidgen_xact_callback, nullptr);
 	RegisterSubXactCallback(uidgen_subxact_callback, nullptr);
 	RegisterResourceReleaseCallback(uidgen_resource_release_callback, nullptr);
@@ -489,7 +489,7 @@ uidgen_unlock_at_exit(int, Datum)
 }
 
 static void
-uidgen_registry_relcache_callback(Datum, Oid relid)
+uidgen_worker_table_relcache_callback(Datum, Oid relid)
 {
-	uidgen::pg::registry_relcache_callback(relid);
+	uidgen::pg::worker_table_relcache_callback(relid);
 }

@@ -1,5 +1,5 @@
 /*
- * backend.hpp
+ * backend_generator.hpp
  *	  This backend's generator: its worker, its claim and its hot path.
  */
 #pragma once

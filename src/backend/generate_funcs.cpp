@@ -1,5 +1,5 @@
 /*
- * fn_generate.cpp
+ * generate_funcs.cpp
  *	  uid_next(), uid_next_batch(), uid_lastval() and uid_current_worker().
  */
 #include "backend/backend_generator.hpp"

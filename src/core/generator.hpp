@@ -47,7 +47,7 @@ class Generator
 public:
 	/*
 	 * floor_delta: the generator only issues time units after it.  A worker
-	 * reused from a released registry row starts after that row's last_time;
+	 * reused from a released worker table row starts after that row's last_time;
 	 * a fresh worker passes no_floor.  reservation must outlive the
 	 * generator; it is extended before any unit beyond it is issued.
 	 */

@@ -117,7 +117,7 @@ config_relid()
 }
 
 Oid
-worker_node_relid()
+worker_table_relid()
 {
 	if (!OidIsValid(cached_worker_node_relid))
 		cached_worker_node_relid = lookup_relid("worker_node");

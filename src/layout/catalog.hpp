@@ -23,7 +23,7 @@ constexpr int64_t max_lockable_worker = UINT32_MAX;
 
 /* OIDs of uidgen.config and uidgen.worker_node; errors if the extension is missing. */
 Oid config_relid();
-Oid worker_node_relid();
+Oid worker_table_relid();
 
 /*
  * OID of the sequence uidgen.reserved_until, or InvalidOid when the
@@ -51,7 +51,7 @@ const Layout &database_layout();
  * the transaction, taken on the first call of each (sub)transaction, so
  * that uid_configure cannot change the layout while values computed under
  * it may still be on their way into an index, a generated column or a
- * constraint (fn_admin.cpp; docs/design.md section 2.3).  After the first
+ * constraint (layout_funcs.cpp; docs/design.md section 2.3).  After the first
  * call of a transaction this costs one comparison.
  */
 const Layout &decoding_layout();
@@ -66,7 +66,7 @@ Layout read_layout(bool latest, char **origin = nullptr);
 
 /*
  * Inside an SPI connection: whether a worker has ever registered (then the
- * layout is fixed for good), and setting the layout (fn_admin.cpp; returns
+ * layout is fixed for good), and setting the layout (layout_funcs.cpp; returns
  * whether it can still change).
  */
 bool layout_is_in_use();

@@ -1,5 +1,5 @@
 /*
- * fn_decode.cpp
+ * decode_funcs.cpp
  *	  Decoding IDs: uid_parse(), uid_parse_json(), the field extractors, and
  *	  uid_min() / uid_max() for range scans by time.
  */

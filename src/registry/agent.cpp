@@ -1,5 +1,5 @@
 /*
- * registry_agent.cpp
+ * agent.cpp
  *	  The background worker that holds this server's link to its registry.
  *
  * One per server, started with the postmaster when uidgen is preloaded.
@@ -8,7 +8,7 @@
  * under what it returns: it leases blocks of worker ids for this server
  * life, keeps a reserve of them, renews their leases and reports which
  * database each worker went to.  Backends see the result in shared memory
- * (fleet.hpp).  Nothing here throws: the code is C-like, and a failure is
+ * (lease_table.hpp).  Nothing here throws: the code is C-like, and a failure is
  * recorded for the backends that wait, then retried.
  */
 #include "registry/agent.hpp"
@@ -57,7 +57,7 @@ char *connected_to = nullptr;
  * outage of five sixths of a TTL changes nothing.
  */
 bool
-renewal_due(const FleetState *state, int64_t now_mono)
+renewal_due(const LeaseTable *state, int64_t now_mono)
 {
 	int64_t ttl = state->rules.lease_ttl_ms;
 
@@ -76,13 +76,13 @@ renewal_due(const FleetState *state, int64_t now_mono)
 
 /* Workers not granted yet in blocks that can still grant them. */
 int64_t
-spare_workers(const FleetState *state, int64_t now_mono)
+spare_workers(const LeaseTable *state, int64_t now_mono)
 {
 	int64_t spare = 0;
 
 	for (int i = 0; i < state->nblocks; i++)
 	{
-		const FleetBlock &b = state->blocks[i];
+		const LeasedBlock &b = state->blocks[i];
 
 		if (b.deadline_mono_ms - now_mono > state->rules.lease_ttl_ms / 3)
 			spare += b.last_worker - b.next_worker + 1;
@@ -93,7 +93,7 @@ spare_workers(const FleetState *state, int64_t now_mono)
 void
 set_status(AgentStatus status, int sqlstate, const char *error)
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 
 	SpinLockAcquire(&state->mutex);
 	state->status = status;
@@ -107,7 +107,7 @@ set_status(AgentStatus status, int sqlstate, const char *error)
 
 /* Leases past their end are lost for good: the registry may hand them out again. */
 void
-drop_expired_blocks(FleetState *state, int64_t now_mono)
+drop_expired_blocks(LeaseTable *state, int64_t now_mono)
 {
 	int kept = 0;
 
@@ -124,7 +124,7 @@ drop_expired_blocks(FleetState *state, int64_t now_mono)
 void
 forget_blocks()
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 
 	SpinLockAcquire(&state->mutex);
 	state->nblocks = 0;
@@ -254,14 +254,14 @@ field_int64(PGresult *result, int row, int col)
 bool
 fetch_rules()
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 	int64_t sent = backend_clock().now_ms();
 	PGresult *r = call("reading the registry's rules", "SELECT * FROM uidgen.registry_rules()", 0, nullptr);
 	int64_t received = backend_clock().now_ms();
 
 	if (r == nullptr)
 		return false;
-	FleetRules rules{};
+	RegistryRules rules{};
 	rules.time_bits = static_cast<int>(field_int64(r, 0, 0));
 	rules.worker_bits = static_cast<int>(field_int64(r, 0, 1));
 	rules.seq_bits = static_cast<int>(field_int64(r, 0, 2));
@@ -337,7 +337,7 @@ struct Identity
 };
 
 Identity
-identity_of(FleetState *state)
+identity_of(LeaseTable *state)
 {
 	Identity id{};
 	pg_uuid_t uuid;
@@ -350,8 +350,8 @@ identity_of(FleetState *state)
 	snprintf(id.port, sizeof(id.port), "%d", PostPortNumber);
 
 	/* Copied out first: nothing may allocate under a spinlock. */
-	Oid *databases = static_cast<Oid *>(palloc(sizeof(Oid) * max_fleet_grants));
-	NameData *names_of = static_cast<NameData *>(palloc(sizeof(NameData) * max_fleet_grants));
+	Oid *databases = static_cast<Oid *>(palloc(sizeof(Oid) * max_grants));
+	NameData *names_of = static_cast<NameData *>(palloc(sizeof(NameData) * max_grants));
 	int count = 0;
 
 	SpinLockAcquire(&state->mutex);
@@ -384,20 +384,20 @@ identity_of(FleetState *state)
 
 /* Renews every lease this life holds; a block the registry no longer gives it is dropped. */
 bool
-renew(FleetState *state)
+renew(LeaseTable *state)
 {
 	StringInfoData blocks, floors, workers, databases;
-	FleetBlock *held = static_cast<FleetBlock *>(palloc(sizeof(FleetBlock) * max_fleet_blocks));
-	FleetGrant *grants = static_cast<FleetGrant *>(palloc(sizeof(FleetGrant) * max_fleet_grants));
+	LeasedBlock *held = static_cast<LeasedBlock *>(palloc(sizeof(LeasedBlock) * max_leased_blocks));
+	Grant *grants = static_cast<Grant *>(palloc(sizeof(Grant) * max_grants));
 	int nheld;
 	int ngrants;
 
 	/* Copied out first: nothing may allocate under a spinlock. */
 	SpinLockAcquire(&state->mutex);
 	nheld = state->nblocks;
-	memcpy(held, state->blocks, sizeof(FleetBlock) * nheld);
+	memcpy(held, state->blocks, sizeof(LeasedBlock) * nheld);
 	ngrants = state->ngrants;
-	memcpy(grants, state->grants, sizeof(FleetGrant) * ngrants);
+	memcpy(grants, state->grants, sizeof(Grant) * ngrants);
 	SpinLockRelease(&state->mutex);
 
 	initStringInfo(&blocks);
@@ -472,7 +472,7 @@ renew(FleetState *state)
 }
 
 bool
-claim_block(FleetState *state)
+claim_block(LeaseTable *state)
 {
 	Identity id = identity_of(state);
 	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases};
@@ -497,7 +497,7 @@ claim_block(FleetState *state)
 		return false;
 	}
 
-	FleetBlock b{};
+	LeasedBlock b{};
 	b.block = field_int64(r, 0, 0);
 	b.first_worker = field_int64(r, 0, 1);
 	b.last_worker = field_int64(r, 0, 2);
@@ -508,7 +508,7 @@ claim_block(FleetState *state)
 	PQclear(r);
 
 	SpinLockAcquire(&state->mutex);
-	if (state->nblocks < max_fleet_blocks)
+	if (state->nblocks < max_leased_blocks)
 		state->blocks[state->nblocks++] = b;
 	SpinLockRelease(&state->mutex);
 	ConditionVariableBroadcast(&state->changed);
@@ -520,11 +520,11 @@ claim_block(FleetState *state)
  * registration waits and nothing is; under the mutex.
  */
 bool
-block_wanted(const FleetState *state, int64_t now_mono)
+block_wanted(const LeaseTable *state, int64_t now_mono)
 {
 	int64_t spare = spare_workers(state, now_mono);
 
-	return state->nblocks < max_fleet_blocks &&
+	return state->nblocks < max_leased_blocks &&
 		   ((state->waiting > 0 && spare == 0) || spare < (state->rules.block_size + 1) / 2);
 }
 
@@ -535,7 +535,7 @@ block_wanted(const FleetState *state, int64_t now_mono)
  * hears nothing.
  */
 void
-work(FleetState *state)
+work(LeaseTable *state)
 {
 	drop_expired_blocks(state, monotonic_ms());
 
@@ -575,7 +575,7 @@ work(FleetState *state)
 void
 agent_loop()
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 
 	for (;;)
 	{
@@ -640,7 +640,7 @@ register_registry_agent()
 void
 agent_at_exit()
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 
 	disconnect();
 	SpinLockAcquire(&state->mutex);
@@ -660,7 +660,7 @@ uidgen_registry_agent_main(Datum)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 	SpinLockAcquire(&state->mutex);
 	state->agent_latch = MyLatch;
 	state->agent_pid = MyProcPid;

@@ -1,5 +1,5 @@
 /*
- * registry_agent.hpp
+ * agent.hpp
  *	  The background worker that does all of this server's registry I/O.
  */
 #pragma once

@@ -1,5 +1,5 @@
 /*
- * fleet.cpp
+ * lease_table.cpp
  *	  The leased worker blocks in shared memory, and taking workers out of
  *	  them.
  */
@@ -25,7 +25,7 @@ namespace uidgen::pg {
 
 namespace {
 
-FleetState *attached = nullptr;
+LeaseTable *attached = nullptr;
 
 /*
  * How much of a lease must be left for a block to hand out a worker: a
@@ -34,9 +34,9 @@ FleetState *attached = nullptr;
 constexpr int64_t least_lease_left_ms = 1000;
 
 void
-initialize(FleetState *state)
+initialize(LeaseTable *state)
 {
-	new (state) FleetState();
+	new (state) LeaseTable();
 	SpinLockInit(&state->mutex);
 	ConditionVariableInit(&state->changed);
 	state->status = AgentStatus::Off;
@@ -53,12 +53,12 @@ initialize(FleetState *state)
 }
 
 /* A block that can grant a worker now; under the mutex. */
-FleetBlock *
-block_with_room(FleetState *state, int64_t now_mono)
+LeasedBlock *
+block_with_room(LeaseTable *state, int64_t now_mono)
 {
 	for (int i = 0; i < state->nblocks; i++)
 	{
-		FleetBlock &b = state->blocks[i];
+		LeasedBlock &b = state->blocks[i];
 
 		if (b.next_worker <= b.last_worker && b.deadline_mono_ms - now_mono >= least_lease_left_ms)
 			return &b;
@@ -66,12 +66,12 @@ block_with_room(FleetState *state, int64_t now_mono)
 	return nullptr;
 }
 
-const FleetBlock *
-block_of(const FleetState *state, int64_t worker)
+const LeasedBlock *
+block_of(const LeaseTable *state, int64_t worker)
 {
 	for (int i = 0; i < state->nblocks; i++)
 	{
-		const FleetBlock &b = state->blocks[i];
+		const LeasedBlock &b = state->blocks[i];
 
 		if (worker >= b.first_worker && worker <= b.last_worker)
 			return &b;
@@ -82,24 +82,24 @@ block_of(const FleetState *state, int64_t worker)
 } // namespace
 
 Layout
-FleetRules::layout() const
+RegistryRules::layout() const
 {
 	return Layout(time_bits, worker_bits, seq_bits, epoch_ms,
 				  unit_ms == 1000 ? TimeUnit::Second : TimeUnit::Millisecond);
 }
 
 void
-attach_fleet_state()
+attach_lease_table()
 {
 	bool found;
 
-	attached = static_cast<FleetState *>(ShmemInitStruct("uidgen fleet", sizeof(FleetState), &found));
+	attached = static_cast<LeaseTable *>(ShmemInitStruct("uidgen lease table", sizeof(LeaseTable), &found));
 	if (!found)
 		initialize(attached);
 }
 
-FleetState *
-fleet_state()
+LeaseTable *
+lease_table()
 {
 	return attached;
 }
@@ -116,7 +116,7 @@ monotonic_ms()
 void
 wake_agent()
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 	Latch *latch;
 
 	if (state == nullptr)
@@ -129,9 +129,9 @@ wake_agent()
 }
 
 void
-report_fleet_failure(const char *what)
+report_registry_failure(const char *what)
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 	char registry[registry_text_size];
 	char error[error_text_size];
 	int sqlstate;
@@ -162,7 +162,7 @@ report_fleet_failure(const char *what)
 void
 wait_for_agent(int64_t until_mono, const char *what)
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 
 	SpinLockAcquire(&state->mutex);
 	/* The agent could not reach the registry, or was refused: waiting would not help. */
@@ -170,7 +170,7 @@ wait_for_agent(int64_t until_mono, const char *what)
 	SpinLockRelease(&state->mutex);
 	int64_t left = until_mono - monotonic_ms();
 	if (failed || left <= 0)
-		report_fleet_failure(what);
+		report_registry_failure(what);
 
 	wake_agent();
 	/* Interruptible; an error leaves the sleep through ConditionVariableCancelSleep() at abort. */
@@ -182,40 +182,40 @@ wait_for_agent(int64_t until_mono, const char *what)
 namespace {
 
 /* A worker for database from a block with room, or nullopt; errors when the grants are full. */
-std::optional<FleetWorker>
-try_take(FleetState *state, Oid database, const char *database_name)
+std::optional<GrantedWorker>
+try_take(LeaseTable *state, Oid database, const char *database_name)
 {
-	std::optional<FleetWorker> taken;
+	std::optional<GrantedWorker> taken;
 	bool grants_full = false;
 
 	SpinLockAcquire(&state->mutex);
-	FleetBlock *b = block_with_room(state, monotonic_ms());
-	if (b != nullptr && state->ngrants >= max_fleet_grants)
+	LeasedBlock *b = block_with_room(state, monotonic_ms());
+	if (b != nullptr && state->ngrants >= max_grants)
 		grants_full = true;
 	else if (b != nullptr)
 	{
-		FleetGrant &g = state->grants[state->ngrants++];
+		Grant &g = state->grants[state->ngrants++];
 
 		g.worker = b->next_worker++;
 		g.database = database;
 		namestrcpy(&g.database_name, database_name);
 		g.reported = false;
 		g.issued_until = -1;
-		taken = FleetWorker{g.worker, b->floor_delta};
+		taken = GrantedWorker{g.worker, b->floor_delta};
 	}
 	SpinLockRelease(&state->mutex);
 
 	if (grants_full)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("this server has granted %d uidgen workers since it started", max_fleet_grants),
+				 errmsg("this server has granted %d uidgen workers since it started", max_grants),
 				 errhint("Restart the server, or use uidgen.scope = 'server', which needs one worker a "
 						 "database.")));
 	return taken;
 }
 
 void
-count_waiting(FleetState *state, int delta)
+count_waiting(LeaseTable *state, int delta)
 {
 	SpinLockAcquire(&state->mutex);
 	state->waiting += delta;
@@ -227,10 +227,10 @@ count_waiting(FleetState *state, int delta)
 namespace {
 
 /* Waits for a block with room, counted among the registrations that wait. */
-FleetWorker
-take_waiting(FleetState *state, Oid database, const char *database_name, int64_t until)
+GrantedWorker
+take_waiting(LeaseTable *state, Oid database, const char *database_name, int64_t until)
 {
-	std::optional<FleetWorker> taken;
+	std::optional<GrantedWorker> taken;
 
 	count_waiting(state, 1);
 	PG_TRY();
@@ -250,12 +250,12 @@ take_waiting(FleetState *state, Oid database, const char *database_name, int64_t
 
 } // namespace
 
-FleetWorker
-take_fleet_worker(Oid database, const char *database_name, int timeout_ms)
+GrantedWorker
+take_granted_worker(Oid database, const char *database_name, int timeout_ms)
 {
-	FleetState *state = fleet_state();
-	std::optional<FleetWorker> taken = try_take(state, database, database_name);
-	FleetWorker worker = taken ? *taken : take_waiting(state, database, database_name, monotonic_ms() + timeout_ms);
+	LeaseTable *state = lease_table();
+	std::optional<GrantedWorker> taken = try_take(state, database, database_name);
+	GrantedWorker worker = taken ? *taken : take_waiting(state, database, database_name, monotonic_ms() + timeout_ms);
 
 	/* Keep a block in reserve: the agent leases the next one now if this one runs low. */
 	wake_agent();
@@ -263,9 +263,9 @@ take_fleet_worker(Oid database, const char *database_name, int timeout_ms)
 }
 
 void
-note_fleet_exit(int64_t worker, int64_t last_delta)
+note_grant_exit(int64_t worker, int64_t last_delta)
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 
 	if (state == nullptr)
 		return;
@@ -279,9 +279,9 @@ note_fleet_exit(int64_t worker, int64_t last_delta)
 }
 
 int64_t
-fleet_issued_until(int64_t worker)
+grant_issued_until(int64_t worker)
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 	int64_t issued = -1;
 
 	if (state == nullptr)
@@ -299,8 +299,8 @@ fleet_issued_until(int64_t worker)
 int64_t *
 granted_workers(Oid database, int *count)
 {
-	FleetState *state = fleet_state();
-	int64_t *workers = static_cast<int64_t *>(palloc(sizeof(int64_t) * max_fleet_grants));
+	LeaseTable *state = lease_table();
+	int64_t *workers = static_cast<int64_t *>(palloc(sizeof(int64_t) * max_grants));
 	int n = 0;
 
 	int64_t now_mono = monotonic_ms();
@@ -308,7 +308,7 @@ granted_workers(Oid database, int *count)
 	SpinLockAcquire(&state->mutex);
 	for (int i = 0; i < state->ngrants; i++)
 	{
-		const FleetBlock *b = block_of(state, state->grants[i].worker);
+		const LeasedBlock *b = block_of(state, state->grants[i].worker);
 
 		/* A worker of a block whose lease ended may be another server's now. */
 		if (state->grants[i].database == database && b != nullptr &&
@@ -323,14 +323,14 @@ granted_workers(Oid database, int *count)
 std::optional<int64_t>
 lease_cap_delta(int64_t worker, const Layout &layout)
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 	int64_t deadline = 0;
 	int64_t max_borrow = 0;
 
 	if (state == nullptr)
 		return std::nullopt;
 	SpinLockAcquire(&state->mutex);
-	const FleetBlock *b = block_of(state, worker);
+	const LeasedBlock *b = block_of(state, worker);
 	if (b != nullptr)
 	{
 		deadline = b->deadline_mono_ms;
@@ -344,11 +344,11 @@ lease_cap_delta(int64_t worker, const Layout &layout)
 	return layout.delta_at(backend_clock().now_ms() + left + max_borrow);
 }
 
-std::optional<FleetRules>
-fleet_rules()
+std::optional<RegistryRules>
+registry_rules()
 {
-	FleetState *state = fleet_state();
-	std::optional<FleetRules> rules;
+	LeaseTable *state = lease_table();
+	std::optional<RegistryRules> rules;
 
 	if (state == nullptr)
 		return rules;

@@ -1,11 +1,11 @@
 /*
- * fleet.hpp
+ * lease_table.hpp
  *	  This server's share of a fleet's ID space: the worker blocks its
  *	  registry agent leased for this server life, in shared memory.
  *
  * With uidgen.registry set, every worker a database of this server claims
  * comes from a block leased to this server life (docs/design.md, "One ID
- * space across databases and servers").  The agent (registry_agent.cpp)
+ * space across databases and servers").  The agent (agent.cpp)
  * claims and renews the blocks over libpq; backends and keepers take
  * workers out of them here and never talk to the registry themselves.
  * Leases are kept on the monotonic clock: a worker may issue only time
@@ -46,7 +46,7 @@ enum class AgentStatus : int
 };
 
 /* What the registry decides for the whole fleet, adopted by members. */
-struct FleetRules
+struct RegistryRules
 {
 	int time_bits;
 	int worker_bits;
@@ -61,12 +61,12 @@ struct FleetRules
 	Layout layout() const;
 };
 
-constexpr int max_fleet_blocks = 64;
-constexpr int max_fleet_grants = 4096;
+constexpr int max_leased_blocks = 64;
+constexpr int max_grants = 4096;
 constexpr int registry_text_size = 256;
 constexpr int error_text_size = 512;
 
-struct FleetBlock
+struct LeasedBlock
 {
 	int64_t block;
 	int64_t first_worker;
@@ -78,7 +78,7 @@ struct FleetBlock
 };
 
 /* A worker of this server life's blocks, and the database it went to. */
-struct FleetGrant
+struct Grant
 {
 	int64_t worker;
 	Oid database;
@@ -87,7 +87,7 @@ struct FleetGrant
 	int64_t issued_until;		/* the last unit its holders issued, noted at their exit */
 };
 
-struct FleetState
+struct LeaseTable
 {
 	slock_t mutex;
 	ConditionVariable changed;	/* blocks or status changed */
@@ -99,12 +99,12 @@ struct FleetState
 	char error[error_text_size];
 	char registry[registry_text_size]; /* the connection string without its password */
 	bool have_rules;
-	FleetRules rules;
+	RegistryRules rules;
 	int waiting;				/* registrations waiting for a block */
 	int nblocks;
-	FleetBlock blocks[max_fleet_blocks];
+	LeasedBlock blocks[max_leased_blocks];
 	int ngrants;
-	FleetGrant grants[max_fleet_grants];
+	Grant grants[max_grants];
 };
 
 /*
@@ -112,9 +112,9 @@ struct FleetState
  * main shared memory; from shared_state.cpp's startup hook, under
  * AddinShmemInitLock, which also requests its space.  Preloading only.
  */
-void attach_fleet_state();
+void attach_lease_table();
 /* nullptr unless uidgen is preloaded. */
-FleetState *fleet_state();
+LeaseTable *lease_table();
 
 /* Milliseconds of CLOCK_MONOTONIC, the same in every process of the machine. */
 int64_t monotonic_ms();
@@ -125,12 +125,12 @@ int64_t monotonic_ms();
  * lease a block when none has one left.  Errors with a class 08 SQLSTATE
  * naming the registry when none can be had.  Not inside a spinlock.
  */
-struct FleetWorker
+struct GrantedWorker
 {
 	int64_t worker;
 	int64_t floor_delta;
 };
-FleetWorker take_fleet_worker(Oid database, const char *database_name, int timeout_ms);
+GrantedWorker take_granted_worker(Oid database, const char *database_name, int timeout_ms);
 
 /*
  * Notes at a holder's exit the last unit it issued under worker, whether or
@@ -138,12 +138,12 @@ FleetWorker take_fleet_worker(Oid database, const char *database_name, int timeo
  * lasts exactly as long as the server life whose grants it holds, so no
  * crash can lose it while a grant could be reused.
  */
-void note_fleet_exit(int64_t worker, int64_t last_delta);
-int64_t fleet_issued_until(int64_t worker);
+void note_grant_exit(int64_t worker, int64_t last_delta);
+int64_t grant_issued_until(int64_t worker);
 
 /*
  * Waits for the agent's next change (at most a second), interruptibly;
- * raises report_fleet_failure(what) instead when the agent failed or
+ * raises report_registry_failure(what) instead when the agent failed or
  * until_mono has passed.
  */
 void wait_for_agent(int64_t until_mono, const char *what);
@@ -163,10 +163,10 @@ int64_t *granted_workers(Oid database, int *count);
 std::optional<int64_t> lease_cap_delta(int64_t worker, const Layout &layout);
 
 /* The rules the agent fetched, or nullopt before it reached the registry. */
-std::optional<FleetRules> fleet_rules();
+std::optional<RegistryRules> registry_rules();
 
 /* Raises the agent's last error as a class 08 error that names the registry. */
-[[noreturn]] void report_fleet_failure(const char *what);
+[[noreturn]] void report_registry_failure(const char *what);
 
 void wake_agent();
 

@@ -23,6 +23,13 @@
 
 namespace uidgen::pg {
 
+/* The causes for which a backend looks again at its worker before its next ID: bits of one byte. */
+namespace Recheck {
+constexpr uint8_t table_invalidated = 1;	/* a relcache invalidation of the worker table */
+constexpr uint8_t registry_changed = 2;		/* uidgen.registry was set, changed or unset */
+constexpr uint8_t lease_ended = 4;			/* the worker's lease ran out or was lost */
+} // namespace Recheck
+
 /* The error of a worker whose lease ended: class 08, as any failure of the registry. */
 [[noreturn]] inline void
 throw_lease_ended(int64_t worker)
@@ -38,10 +45,11 @@ class LeasedReservation final : public TimeReservation
 public:
 	/*
 	 * leased: the worker came from a registry's block; otherwise this is the
-	 * database's reservation.  A lease that ends sets recheck, so that the
-	 * hot path, which looks at that flag anyway, needs no test of its own.
+	 * database's reservation.  A lease that ends sets Recheck::lease_ended
+	 * in recheck, so that the hot path, which looks at it anyway, needs no
+	 * test of its own.
 	 */
-	LeasedReservation(const Layout &layout, int64_t worker, bool leased, bool &recheck)
+	LeasedReservation(const Layout &layout, int64_t worker, bool leased, uint8_t &recheck)
 		: database_(layout), layout_(layout), worker_(worker), leased_(leased), recheck_(recheck)
 	{
 	}
@@ -55,7 +63,7 @@ public:
 		if (!cap || *cap < delta)
 		{
 			lost_ = true;
-			recheck_ = true;
+			recheck_ |= Recheck::lease_ended;
 			throw_lease_ended(worker_);
 		}
 		return std::min(database_.extend(delta), *cap);
@@ -69,7 +77,7 @@ private:
 	Layout layout_;
 	int64_t worker_;
 	bool leased_;
-	bool &recheck_;
+	uint8_t &recheck_;
 	bool lost_ = false;
 };
 

@@ -1,5 +1,5 @@
 /*
- * fn_fleet.cpp
+ * registry_funcs.cpp
  *	  The view uidgen.registry_status and uidgen.local_origin(): what this
  *	  server holds of its registry's ID space, from shared memory.
  */
@@ -44,19 +44,19 @@ status_name(AgentStatus status)
 }
 
 /* A copy of the shared state, taken under its mutex (the grants are not needed). */
-struct FleetSnapshot
+struct LeaseTableSnapshot
 {
 	uint8 life[16];
 	AgentStatus status;
 	char error[error_text_size];
 	char registry[registry_text_size];
 	int nblocks;
-	FleetBlock blocks[max_fleet_blocks];
-	int granted[max_fleet_blocks];
+	LeasedBlock blocks[max_leased_blocks];
+	int granted[max_leased_blocks];
 };
 
 void
-take_snapshot(const FleetState *state, FleetSnapshot *s)
+take_snapshot(const LeaseTable *state, LeaseTableSnapshot *s)
 {
 	SpinLockAcquire(const_cast<slock_t *>(&state->mutex));
 	memcpy(s->life, state->life, sizeof(s->life));
@@ -64,7 +64,7 @@ take_snapshot(const FleetState *state, FleetSnapshot *s)
 	memcpy(s->error, state->error, sizeof(s->error));
 	memcpy(s->registry, state->registry, sizeof(s->registry));
 	s->nblocks = state->nblocks;
-	memcpy(s->blocks, state->blocks, sizeof(FleetBlock) * state->nblocks);
+	memcpy(s->blocks, state->blocks, sizeof(LeasedBlock) * state->nblocks);
 	for (int i = 0; i < state->nblocks; i++)
 		s->granted[i] = static_cast<int>(state->blocks[i].next_worker - state->blocks[i].first_worker);
 	SpinLockRelease(const_cast<slock_t *>(&state->mutex));
@@ -94,8 +94,8 @@ UIDGEN_FUNCTION(registry_status_rows)
 		InitMaterializedSRF(fcinfo, 0);
 
 		ReturnSetInfo *rs = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
-		FleetState *state = fleet_state();
-		FleetSnapshot *s = static_cast<FleetSnapshot *>(palloc0(sizeof(FleetSnapshot)));
+		LeaseTable *state = lease_table();
+		LeaseTableSnapshot *s = static_cast<LeaseTableSnapshot *>(palloc0(sizeof(LeaseTableSnapshot)));
 		Datum values[10];
 		bool nulls[10];
 
@@ -115,7 +115,7 @@ UIDGEN_FUNCTION(registry_status_rows)
 			nulls[3] = s->error[0] == '\0';
 			if (i < s->nblocks)
 			{
-				const FleetBlock &b = s->blocks[i];
+				const LeasedBlock &b = s->blocks[i];
 
 				values[4] = Int64GetDatum(b.block);
 				values[5] = Int64GetDatum(b.first_worker);
@@ -145,7 +145,7 @@ UIDGEN_FUNCTION(uid_local_origin)
 {
 	int64_t uid = PG_GETARG_INT64(0);
 	Layout layout = database_layout();
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 
 	return pg_call([fcinfo, uid, &layout, state] {
 		TupleDesc desc;
@@ -172,7 +172,7 @@ UIDGEN_FUNCTION(uid_local_origin)
 					continue;
 				for (int j = 0; j < state->nblocks && !found; j++)
 				{
-					const FleetBlock &b = state->blocks[j];
+					const LeasedBlock &b = state->blocks[j];
 
 					if (worker >= b.first_worker && worker <= b.last_worker && delta > b.floor_delta)
 					{

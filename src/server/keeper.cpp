@@ -50,7 +50,7 @@ constexpr long tick_ms = 1000;
 /* This keeper's slot, for the exit callbacks. */
 SharedGenerator *kept = nullptr;
 
-/* The registry and layout its workers were claimed under. */
+/* The worker table and layout its workers were claimed under. */
 std::optional<Registration> registration;
 
 template <typename Work>
@@ -187,12 +187,12 @@ private_workers_lent(SharedGenerator *g)
 	return lent;
 }
 
-/* Whether the worker still belongs to this database's registry (not dropped or replaced). */
+/* Whether the worker still belongs to this database's worker table (not dropped or replaced). */
 bool
-registry_unchanged(Oid relid)
+worker_table_unchanged(Oid relid)
 {
 	return pg_call([] { return OidIsValid(get_extension_oid("uidgen", true)); }) &&
-		   worker_node_relid() == relid && registration->leased == registry_configured();
+		   worker_table_relid() == relid && registration->leased == registry_configured();
 }
 
 void
@@ -257,7 +257,7 @@ run_keeper(SharedGenerator *g)
 
 		bool unchanged = true;
 		in_transaction([g, &unchanged] {
-			unchanged = registry_unchanged(registration->relid);
+			unchanged = worker_table_unchanged(registration->relid);
 			if (!unchanged)
 				return;
 			/* A lease that ended stops the generator now, not at its next raise. */
@@ -342,7 +342,7 @@ release_at_keeper_exit()
 		bool shared = held.worker == registration->claim.worker;
 
 		if (held.use != WorkerUse::Candidate)
-			retire_worker(held.registry_relid, held.worker, shared ? last_shared : reserved);
+			retire_worker(held.worker_table, held.worker, shared ? last_shared : reserved);
 	}
 	release_at_exit();
 	unlock_all_workers();

@@ -1,5 +1,5 @@
 /*
- * fn_server.cpp
+ * server_funcs.cpp
  *	  uidgen.server_generator_status(): the view uidgen.server_generator.
  */
 #include "core/shared_cursor.hpp"

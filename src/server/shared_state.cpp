@@ -52,7 +52,7 @@ request_hook()
 	if (previous_request_hook)
 		previous_request_hook();
 	RequestAddinShmemSpace(sizeof(SharedState));
-	RequestAddinShmemSpace(sizeof(FleetState));
+	RequestAddinShmemSpace(sizeof(LeaseTable));
 }
 
 void
@@ -66,13 +66,13 @@ startup_hook()
 	attached = static_cast<SharedState *>(ShmemInitStruct(shared_state_name, sizeof(SharedState), &found));
 	if (!found)
 		initialize(attached);
-	/* The registry's blocks (fleet.hpp) need the main shared memory too. */
-	attach_fleet_state();
+	/* The registry's blocks (lease_table.hpp) need the main shared memory too. */
+	attach_lease_table();
 	LWLockRelease(AddinShmemInitLock);
 }
 
 #if PG_VERSION_NUM >= 170000
-/* C linkage: the DSM registry calls it through a pointer. */
+/* C linkage: GetNamedDSMSegment() calls it through a pointer. */
 extern "C" void
 initialize_segment(void *ptr)
 {
@@ -95,7 +95,7 @@ request_shared_state()
 bool
 shared_state_available()
 {
-	/* The DSM registry arrived in PostgreSQL 17. */
+	/* Named DSM segments arrived in PostgreSQL 17. */
 	return in_main_shared_memory || PG_VERSION_NUM >= 170000;
 }
 

@@ -15,8 +15,8 @@
  * generator").
  *
  * Two places can hold it: the main shared memory, when uidgen is in
- * shared_preload_libraries, or on PostgreSQL 17 and later a segment of the
- * DSM registry, made by the first backend that needs it.
+ * shared_preload_libraries, or on PostgreSQL 17 and later a named DSM
+ * segment (GetNamedDSMSegment), made by the first backend that needs it.
  */
 #pragma once
 

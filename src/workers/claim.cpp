@@ -40,14 +40,14 @@ borrow_units(const Layout &layout)
  * is locked (an exiting backend must not wait).
  */
 void
-release_if_still_held(Oid registry_relid, int64_t worker, const char *identity, int64_t last_delta)
+release_if_still_held(Oid worker_table, int64_t worker, const char *identity, int64_t last_delta)
 {
-	if (relock_worker(registry_relid, worker) && lock_row_nowait(worker))
+	if (relock_worker(worker_table, worker) && lock_row_nowait(worker))
 		write_release(worker, identity, last_delta);
 }
 
 void
-release_held_workers(Oid registry_relid)
+release_held_workers(Oid worker_table)
 {
 	char *identity = database_identity();
 
@@ -55,8 +55,8 @@ release_held_workers(Oid registry_relid)
 	{
 		const HeldWorker &held = held_worker(i);
 
-		if (held.use != WorkerUse::Candidate && held.registry_relid == registry_relid)
-			release_if_still_held(registry_relid, held.worker, identity, held.last_delta);
+		if (held.use != WorkerUse::Candidate && held.worker_table == worker_table)
+			release_if_still_held(worker_table, held.worker, identity, held.last_delta);
 	}
 }
 
@@ -66,12 +66,12 @@ Registration
 claim_new_worker()
 {
 	Registration r = with_spi(Rights::Owner, [] {
-		Oid relid = worker_node_relid();
+		Oid relid = worker_table_relid();
 		bool leased = registry_configured();
 
 		/* Before the lock below: adopting the registry's layout locks uidgen.config exclusively. */
 		if (leased)
-			adopt_fleet_layout();
+			adopt_registry_layout();
 
 		/* uid_configure takes an ExclusiveLock: the layout cannot change under a registration. */
 		LockRelationOid(config_relid(), RowShareLock);
@@ -82,8 +82,8 @@ claim_new_worker()
 		if (now_delta > layout.max_delta())
 			throw_time_exhausted(layout);
 
-		RegistryOrigin origin = registry_origin(config_origin);
-		Claim claim = leased ? claim_fleet_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse)
+		DatabaseOrigin origin = database_origin(config_origin);
+		Claim claim = leased ? claim_granted_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse)
 							 : claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
 		write_claim(claim.worker, origin.identity);
 		return Registration{relid, layout, claim, leased};
@@ -104,7 +104,7 @@ release_at_exit()
 		const HeldWorker &held = held_worker(i);
 
 		if (held.use != WorkerUse::Candidate)
-			note_fleet_exit(held.worker, held.last_delta);
+			note_grant_exit(held.worker, held.last_delta);
 	}
 	if (RecoveryInProgress())
 		return;
@@ -132,14 +132,14 @@ release_at_exit()
 							 false);
 	/* Our workers belong to a registry that DROP and CREATE EXTENSION replaced: not this one's. */
 	forget_catalog_cache();
-	Oid registry_relid = worker_node_relid();
-	if (!ConditionalLockRelationOid(registry_relid, RowExclusiveLock))
+	Oid worker_table = worker_table_relid();
+	if (!ConditionalLockRelationOid(worker_table, RowExclusiveLock))
 	{
 		CommitTransactionCommand();
 		return;
 	}
 	PushActiveSnapshot(GetTransactionSnapshot());
-	with_spi(Rights::Owner, [registry_relid] { release_held_workers(registry_relid); });
+	with_spi(Rights::Owner, [worker_table] { release_held_workers(worker_table); });
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 }

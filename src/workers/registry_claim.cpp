@@ -1,11 +1,11 @@
 /*
- * fleet_claim.cpp
+ * registry_claim.cpp
  *	  Claiming a worker when the server has a registry (uidgen.registry).
  *
  * The 1.0 protocol goes on inside the blocks this server life leased:
  * uidgen.worker_node stays the database's record, with the same session
  * locks, reuse of released workers and release of leaked ones.  What
- * changes is where fresh ids come from (the server's blocks, fleet.hpp,
+ * changes is where fresh ids come from (the server's blocks, lease_table.hpp,
  * instead of the database's sequence) and which released workers may be
  * reused (only those this server life granted to this database: a worker
  * of an earlier life, or of the time before joining, may belong to another
@@ -37,15 +37,15 @@ namespace uidgen::pg {
 namespace {
 
 /* How long a registration waits for the registry agent. */
-constexpr int fleet_wait_ms = 10000;
+constexpr int agent_wait_ms = 10000;
 
 /* How many of the server's workers one registration tries before it gives up. */
-constexpr int fleet_attempts = 64;
+constexpr int grant_attempts = 64;
 
 void
-require_fleet_support()
+require_registry_support()
 {
-	if (fleet_state() == nullptr)
+	if (lease_table() == nullptr)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("uidgen.registry is set, but uidgen is not in shared_preload_libraries"),
@@ -61,14 +61,14 @@ require_fleet_support()
 }
 
 /* The registry's rules, waiting for the agent's first exchange with it. */
-FleetRules
-await_fleet_rules()
+RegistryRules
+await_registry_rules()
 {
-	int64_t until = monotonic_ms() + fleet_wait_ms;
-	std::optional<FleetRules> rules;
+	int64_t until = monotonic_ms() + agent_wait_ms;
+	std::optional<RegistryRules> rules;
 
-	while (!(rules = fleet_rules()))
-		wait_for_agent(until, "could not read the fleet's layout");
+	while (!(rules = registry_rules()))
+		wait_for_agent(until, "could not read the registry's layout");
 	return *rules;
 }
 
@@ -90,19 +90,19 @@ id_array(const int64_t *ids, int count)
  * 1.0's reuse among the workers this life granted to this database, above
  * what their last holder noted at its exit too: a holder whose claim went
  * into a prepared transaction that rolled back, and whose release could
- * not be written, left the row as it was before (backend.cpp).
+ * not be written, left the row as it was before (backend_generator.cpp).
  */
 bool
-claim_granted_worker(const Layout &layout, const char *identity, Oid registry_relid, int64_t now_delta,
+claim_granted_worker(const Layout &layout, const char *identity, Oid worker_table, int64_t now_delta,
 					 Claim *claim)
 {
 	int count;
 	int64_t *granted = granted_workers(MyDatabaseId, &count);
 
 	if (count == 0 ||
-		!claim_released_worker(layout, identity, registry_relid, now_delta, id_array(granted, count), claim))
+		!claim_released_worker(layout, identity, worker_table, now_delta, id_array(granted, count), claim))
 		return false;
-	claim->floor_delta = std::max(claim->floor_delta, fleet_issued_until(claim->worker));
+	claim->floor_delta = std::max(claim->floor_delta, grant_issued_until(claim->worker));
 	return true;
 }
 
@@ -114,9 +114,9 @@ claim_granted_worker(const Layout &layout, const char *identity, Oid registry_re
  * from the registry's blocks starts above it.  Its old workers are retired.
  */
 int64_t
-join_floor(const char *identity, Oid registry_relid, int64_t now_delta, int64_t borrow_units)
+join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t borrow_units)
 {
-	FleetState *state = fleet_state();
+	LeaseTable *state = lease_table();
 	char registry[registry_text_size];
 
 	SpinLockAcquire(&state->mutex);
@@ -158,7 +158,7 @@ join_floor(const char *identity, Oid registry_relid, int64_t now_delta, int64_t 
 		spi_run("SELECT join_floor FROM uidgen.membership WHERE registry = $1", 1, types, values, Visibility::Latest,
 				SPI_OK_SELECT) == 1)
 		return spi_int64(0, 0);
-	(void) release_dead_workers(registry_relid, identity, floor);
+	(void) release_dead_workers(worker_table, identity, floor);
 	ereport(LOG,
 			(errmsg("uidgen: database \"%s\" joined the registry \"%s\"", get_database_name(MyDatabaseId),
 					registry),
@@ -169,11 +169,11 @@ join_floor(const char *identity, Oid registry_relid, int64_t now_delta, int64_t 
 } // namespace
 
 void
-adopt_fleet_layout()
+adopt_registry_layout()
 {
-	require_fleet_support();
+	require_registry_support();
 
-	FleetRules rules = await_fleet_rules();
+	RegistryRules rules = await_registry_rules();
 	Layout fleet = rules.layout();
 	Layout current = read_layout(true);
 
@@ -202,25 +202,25 @@ adopt_fleet_layout()
 }
 
 Claim
-claim_fleet_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid, int64_t now_delta,
+claim_granted_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
 				   int64_t borrow_units, bool reuse)
 {
 	Claim claim{};
-	int64_t joined = join_floor(origin.identity, registry_relid, now_delta, borrow_units);
+	int64_t joined = join_floor(origin.identity, worker_table, now_delta, borrow_units);
 
 	if (reuse)
 	{
-		if (claim_granted_worker(layout, origin.identity, registry_relid, now_delta, &claim))
+		if (claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim))
 			return claim;
-		if (release_dead_workers(registry_relid, origin.identity, now_delta + borrow_units) > 0 &&
-			claim_granted_worker(layout, origin.identity, registry_relid, now_delta, &claim))
+		if (release_dead_workers(worker_table, origin.identity, now_delta + borrow_units) > 0 &&
+			claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim))
 			return claim;
 	}
 
 	const char *database = get_database_name(MyDatabaseId);
-	for (int attempt = 0; attempt < fleet_attempts; attempt++)
+	for (int attempt = 0; attempt < grant_attempts; attempt++)
 	{
-		FleetWorker taken = take_fleet_worker(MyDatabaseId, database, fleet_wait_ms);
+		GrantedWorker taken = take_granted_worker(MyDatabaseId, database, agent_wait_ms);
 
 		if (taken.worker > std::min<int64_t>(layout.max_worker(), max_lockable_worker))
 			ereport(ERROR,
@@ -228,7 +228,7 @@ claim_fleet_worker(const Layout &layout, const RegistryOrigin &origin, Oid regis
 					 errmsg("the uidgen registry leased worker %lld, beyond this layout's %lld",
 							static_cast<long long>(taken.worker), static_cast<long long>(layout.max_worker()))));
 		/* A session that has not seen the reload still holds an old worker of this number. */
-		if (!try_lock_worker(registry_relid, taken.worker))
+		if (!try_lock_worker(worker_table, taken.worker))
 			continue;
 		int64_t floor = std::max({taken.floor_delta, joined, worker_last_time(taken.worker).value_or(-1)});
 		return Claim{taken.worker, floor};

@@ -1,9 +1,9 @@
 /*
- * fleet_claim.hpp
+ * registry_claim.hpp
  *	  Claiming a worker from the blocks this server leased from its registry.
  *
  * Both run inside an SPI connection, as the extension owner, in the
- * registering transaction (registry.hpp's conventions).
+ * registering transaction (worker_table.hpp's conventions).
  */
 #pragma once
 
@@ -17,7 +17,7 @@ namespace uidgen::pg {
  * registered in it, or errors when it differs; waits for the registry
  * agent's first exchange.  Run before the registration locks uidgen.config.
  */
-void adopt_fleet_layout();
+void adopt_registry_layout();
 
 /*
  * claim_worker() with a registry: joins the registry first if this
@@ -25,7 +25,7 @@ void adopt_fleet_layout();
  * reuses a released worker this server life granted to this database, or
  * takes a fresh one from the server's blocks.  Takes its session locks.
  */
-Claim claim_fleet_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid, int64_t now_delta,
+Claim claim_granted_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
 						 int64_t borrow_units, bool reuse);
 
 } // namespace uidgen::pg

@@ -49,7 +49,7 @@ UIDGEN_FUNCTION(uid_reclaim_workers)
 		int64_t until_delta = layout.delta_at(backend_clock().now_ms()) +
 							  (margin_ms + layout.unit_ms() - 1) / layout.unit_ms();
 
-		return release_dead_workers(worker_node_relid(), database_identity(), until_delta);
+		return release_dead_workers(worker_table_relid(), database_identity(), until_delta);
 	});
 
 	PG_RETURN_INT32(released);

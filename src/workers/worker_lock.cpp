@@ -28,27 +28,27 @@ HeldWorker held[max_held_workers];
 int held_count = 0;
 
 HeldWorker *
-find_held(Oid registry_relid, int64_t worker)
+find_held(Oid worker_table, int64_t worker)
 {
 	for (int i = 0; i < held_count; i++)
-		if (held[i].registry_relid == registry_relid && held[i].worker == worker)
+		if (held[i].worker_table == worker_table && held[i].worker == worker)
 			return &held[i];
 	return nullptr;
 }
 
 void
-forget(Oid registry_relid, int64_t worker)
+forget(Oid worker_table, int64_t worker)
 {
-	HeldWorker *entry = find_held(registry_relid, worker);
+	HeldWorker *entry = find_held(worker_table, worker);
 
 	if (entry != nullptr)
 		*entry = held[--held_count];
 }
 
 void
-set_use(Oid registry_relid, int64_t worker, WorkerUse use, int64_t last_delta)
+set_use(Oid worker_table, int64_t worker, WorkerUse use, int64_t last_delta)
 {
-	HeldWorker *entry = find_held(registry_relid, worker);
+	HeldWorker *entry = find_held(worker_table, worker);
 
 	Assert(entry != nullptr);
 	if (entry != nullptr)
@@ -59,20 +59,20 @@ set_use(Oid registry_relid, int64_t worker, WorkerUse use, int64_t last_delta)
 }
 
 LOCKTAG
-object_tag(Oid registry_relid, int64_t worker)
+object_tag(Oid worker_table, int64_t worker)
 {
 	LOCKTAG tag;
 
-	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, registry_relid, static_cast<uint32>(worker), 0);
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, worker_table, static_cast<uint32>(worker), 0);
 	return tag;
 }
 
 LOCKTAG
-advisory_tag(Oid registry_relid, int64_t worker)
+advisory_tag(Oid worker_table, int64_t worker)
 {
 	LOCKTAG tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, registry_relid, static_cast<uint32>(worker), advisory_key_kind);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, worker_table, static_cast<uint32>(worker), advisory_key_kind);
 	return tag;
 }
 
@@ -102,11 +102,11 @@ release_if_held(const LOCKTAG &tag)
 } // namespace
 
 bool
-try_lock_worker(Oid registry_relid, int64_t worker)
+try_lock_worker(Oid worker_table, int64_t worker)
 {
 	Assert(worker >= 0 && worker <= max_lockable_worker);
-	LOCKTAG object = object_tag(registry_relid, worker);
-	LOCKTAG advisory = advisory_tag(registry_relid, worker);
+	LOCKTAG object = object_tag(worker_table, worker);
+	LOCKTAG advisory = advisory_tag(worker_table, worker);
 
 	/* Held already means held by this backend: not a free worker. */
 	if (lock_held_by_me(object, worker_lock_mode) || lock_held_by_me(advisory, worker_lock_mode))
@@ -125,28 +125,28 @@ try_lock_worker(Oid registry_relid, int64_t worker)
 		LockRelease(&object, worker_lock_mode, true);
 		return false;
 	}
-	held[held_count++] = HeldWorker{registry_relid, worker, WorkerUse::Candidate, 0};
+	held[held_count++] = HeldWorker{worker_table, worker, WorkerUse::Candidate, 0};
 	return true;
 }
 
 void
-unlock_worker(Oid registry_relid, int64_t worker)
+unlock_worker(Oid worker_table, int64_t worker)
 {
-	release_if_held(object_tag(registry_relid, worker));
-	release_if_held(advisory_tag(registry_relid, worker));
-	forget(registry_relid, worker);
+	release_if_held(object_tag(worker_table, worker));
+	release_if_held(advisory_tag(worker_table, worker));
+	forget(worker_table, worker);
 }
 
 void
-start_issuing(Oid registry_relid, int64_t worker)
+start_issuing(Oid worker_table, int64_t worker)
 {
-	set_use(registry_relid, worker, WorkerUse::Issuing, 0);
+	set_use(worker_table, worker, WorkerUse::Issuing, 0);
 }
 
 void
-retire_worker(Oid registry_relid, int64_t worker, int64_t last_delta)
+retire_worker(Oid worker_table, int64_t worker, int64_t last_delta)
 {
-	set_use(registry_relid, worker, WorkerUse::Retired, last_delta);
+	set_use(worker_table, worker, WorkerUse::Retired, last_delta);
 }
 
 void
@@ -154,21 +154,21 @@ unlock_candidates()
 {
 	for (int i = held_count - 1; i >= 0; i--)
 		if (held[i].use == WorkerUse::Candidate)
-			unlock_worker(held[i].registry_relid, held[i].worker);
+			unlock_worker(held[i].worker_table, held[i].worker);
 }
 
 void
 unlock_all_workers()
 {
 	while (held_count > 0)
-		unlock_worker(held[held_count - 1].registry_relid, held[held_count - 1].worker);
+		unlock_worker(held[held_count - 1].worker_table, held[held_count - 1].worker);
 }
 
 bool
-relock_worker(Oid registry_relid, int64_t worker)
+relock_worker(Oid worker_table, int64_t worker)
 {
-	bool object_held = take_if_lost(object_tag(registry_relid, worker));
-	bool advisory_held = take_if_lost(advisory_tag(registry_relid, worker));
+	bool object_held = take_if_lost(object_tag(worker_table, worker));
+	bool advisory_held = take_if_lost(advisory_tag(worker_table, worker));
 
 	return object_held && advisory_held;
 }

@@ -10,7 +10,7 @@
  *	  worker id).  DISCARD ALL and pg_advisory_unlock_all() do not release it,
  *	  but every top-level transaction abort does (ProcReleaseLocks releases
  *	  default-method session locks when aborting), so it is taken again
- *	  right after the abort (see backend.cpp);
+ *	  right after the abort (see backend_generator.cpp);
  *	- an advisory lock on (database, worker_node's OID, worker id, 3).  Aborts
  *	  leave it alone; DISCARD ALL and pg_advisory_unlock_all() release it, so
  *	  it is taken again at the end of the transaction.
@@ -42,23 +42,23 @@ enum class WorkerUse
 
 struct HeldWorker
 {
-	Oid registry_relid;
+	Oid worker_table;
 	int64_t worker;
 	WorkerUse use;
 	int64_t last_delta;	/* Retired: the last time unit issued under it */
 };
 
 /* Takes both locks or neither, never waiting; on success the worker is a Candidate. */
-bool try_lock_worker(Oid registry_relid, int64_t worker);
+bool try_lock_worker(Oid worker_table, int64_t worker);
 
 /* Releases whichever of the two this backend holds, and forgets the worker. */
-void unlock_worker(Oid registry_relid, int64_t worker);
+void unlock_worker(Oid worker_table, int64_t worker);
 
 /* The candidate a registration chose: the backend issues under it now. */
-void start_issuing(Oid registry_relid, int64_t worker);
+void start_issuing(Oid worker_table, int64_t worker);
 
 /* The issuing worker lost a lock that could not be taken back: keep it to release at exit. */
-void retire_worker(Oid registry_relid, int64_t worker, int64_t last_delta);
+void retire_worker(Oid worker_table, int64_t worker, int64_t last_delta);
 
 /*
  * Gives back every candidate: the worker of a registration that failed, or
@@ -78,7 +78,7 @@ void unlock_all_workers();
  * without raising an error (it runs during transaction abort); returns
  * whether both are now held.
  */
-bool relock_worker(Oid registry_relid, int64_t worker);
+bool relock_worker(Oid worker_table, int64_t worker);
 
 /* The workers this backend holds, in no particular order. */
 int held_worker_count();

@@ -1,6 +1,6 @@
 /*
- * registry.cpp
- *	  The worker registry protocol (docs/design.md, "The worker registry"),
+ * worker_table.cpp
+ *	  The worker table protocol (docs/design.md, "The worker table"),
  *	  over SPI.
  */
 #include "workers/worker_table.hpp"
@@ -107,7 +107,7 @@ copy_int64_column(uint64 rows, int col)
 } // namespace
 
 bool
-claim_released_worker(const Layout &layout, const char *identity, Oid registry_relid, int64_t now_delta,
+claim_released_worker(const Layout &layout, const char *identity, Oid worker_table, int64_t now_delta,
 					  const char *only, Claim *claim)
 {
 	Oid types[5] = {INT8OID, INT8OID, TEXTOID, INT8OID, TEXTOID};
@@ -124,7 +124,7 @@ claim_released_worker(const Layout &layout, const char *identity, Oid registry_r
 
 	for (uint64 i = 0; i < rows; i++)
 	{
-		if (!try_lock_worker(registry_relid, ids[i]))
+		if (!try_lock_worker(worker_table, ids[i]))
 			continue;
 		/* Read again under the lock: it may have been claimed and released meanwhile. */
 		std::optional<int64_t> last_time = reusable_last_time(ids[i], now_delta);
@@ -134,7 +134,7 @@ claim_released_worker(const Layout &layout, const char *identity, Oid registry_r
 			claim->floor_delta = *last_time;
 			return true;
 		}
-		unlock_worker(registry_relid, ids[i]);
+		unlock_worker(worker_table, ids[i]);
 	}
 	return false;
 }
@@ -174,7 +174,7 @@ namespace {
  * its inherited sequence, so its value marks that point).
  */
 Claim
-claim_copy_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid)
+claim_copy_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table)
 {
 	Oid types[1] = {TEXTOID};
 	Datum values[1] = {CStringGetTextDatum(origin.identity)};
@@ -187,7 +187,7 @@ claim_copy_worker(const Layout &layout, const RegistryOrigin &origin, Oid regist
 
 	for (; candidate > inherited; candidate--)
 	{
-		if (!worker_row_exists(candidate) && try_lock_worker(registry_relid, candidate))
+		if (!worker_row_exists(candidate) && try_lock_worker(worker_table, candidate))
 			return Claim{candidate, Generator::no_floor};
 	}
 	report_no_worker_left(layout, origin.identity);
@@ -195,37 +195,37 @@ claim_copy_worker(const Layout &layout, const RegistryOrigin &origin, Oid regist
 
 } // namespace
 
-RegistryOrigin
-registry_origin(const char *config_origin)
+DatabaseOrigin
+database_origin(const char *config_origin)
 {
 	char *identity = database_identity();
 
-	return RegistryOrigin{identity, strcmp(config_origin, identity) != 0};
+	return DatabaseOrigin{identity, strcmp(config_origin, identity) != 0};
 }
 
 Claim
-claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid, int64_t now_delta,
+claim_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
 			 int64_t borrow_units, bool reuse)
 {
 	Claim claim{};
 
 	if (reuse)
 	{
-		if (claim_released_worker(layout, origin.identity, registry_relid, now_delta, nullptr, &claim))
+		if (claim_released_worker(layout, origin.identity, worker_table, now_delta, nullptr, &claim))
 			return claim;
 		/* Workers of dead backends become reusable after the borrow bound. */
-		if (release_dead_workers(registry_relid, origin.identity, now_delta + borrow_units) > 0 &&
-			claim_released_worker(layout, origin.identity, registry_relid, now_delta, nullptr, &claim))
+		if (release_dead_workers(worker_table, origin.identity, now_delta + borrow_units) > 0 &&
+			claim_released_worker(layout, origin.identity, worker_table, now_delta, nullptr, &claim))
 			return claim;
 	}
 
 	if (origin.is_copy)
-		return claim_copy_worker(layout, origin, registry_relid);
+		return claim_copy_worker(layout, origin, worker_table);
 
 	/*
 	 * Nobody else gets a fresh id from the identity, so it has no row and its
 	 * locks are free, unless someone set the sequence back or took the locks
-	 * by hand: skip a few such ids, but do not spin on a broken registry.
+	 * by hand: skip a few such ids, but do not spin on a broken worker table.
 	 */
 	for (int attempt = 0; attempt < 100; attempt++)
 	{
@@ -235,7 +235,7 @@ claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_re
 
 		if (fresh > worker_limit(layout))
 			report_no_worker_left(layout, origin.identity);
-		if (fresh >= 1 && !worker_row_exists(fresh) && try_lock_worker(registry_relid, fresh))
+		if (fresh >= 1 && !worker_row_exists(fresh) && try_lock_worker(worker_table, fresh))
 			return Claim{fresh, Generator::no_floor};
 	}
 	ereport(ERROR,
@@ -351,7 +351,7 @@ worker_last_time(int64_t worker)
 }
 
 int
-release_dead_workers(Oid registry_relid, const char *identity, int64_t until_delta)
+release_dead_workers(Oid worker_table, const char *identity, int64_t until_delta)
 {
 	Oid types[1] = {TEXTOID};
 	Datum values[1] = {CStringGetTextDatum(identity)};
@@ -362,7 +362,7 @@ release_dead_workers(Oid registry_relid, const char *identity, int64_t until_del
 
 	for (uint64 i = 0; i < rows; i++)
 	{
-		if (ids[i] < 0 || ids[i] > max_lockable_worker || !try_lock_worker(registry_relid, ids[i]))
+		if (ids[i] < 0 || ids[i] > max_lockable_worker || !try_lock_worker(worker_table, ids[i]))
 			continue;
 		/* Locked by us now, so its holder is gone; unless it changed, release it. */
 		if (is_active(ids[i]))
@@ -370,7 +370,7 @@ release_dead_workers(Oid registry_relid, const char *identity, int64_t until_del
 			write_leaked_release(ids[i], until_delta);
 			released++;
 		}
-		unlock_worker(registry_relid, ids[i]);
+		unlock_worker(worker_table, ids[i]);
 	}
 	pfree(ids);
 	return released;

@@ -1,5 +1,5 @@
 /*
- * registry.hpp
+ * worker_table.hpp
  *	  uidgen.worker_node: claiming, re-claiming and releasing worker ids.
  *
  * Every function here runs inside an SPI connection, as the extension owner
@@ -26,17 +26,17 @@ struct Claim
 
 /*
  * Where a registration stands: this database's identity, and whether the
- * registry was made by another database (this one is a restored or
+ * worker table was made by another database (this one is a restored or
  * template copy of it, which may still be generating).
  */
-struct RegistryOrigin
+struct DatabaseOrigin
 {
 	const char *identity;	/* uidgen.database_identity() */
 	bool is_copy;			/* uidgen.config.origin differs from it */
 };
 
 /* Compares uidgen.config.origin with this database. */
-RegistryOrigin registry_origin(const char *config_origin);
+DatabaseOrigin database_origin(const char *config_origin);
 
 /*
  * Claims a worker id for this backend and takes its session locks: a
@@ -47,13 +47,13 @@ RegistryOrigin registry_origin(const char *config_origin);
  * Errors with program_limit_exceeded when nothing is left.  Does not write
  * the claim.
  *
- * A copy of a database shares the original's registry and sequence up to
+ * A copy of a database shares the original's worker table and sequence up to
  * the moment of the copy, so it never reuses the workers it inherited and
  * counts its fresh ids down from the top of the range while the original
  * counts up: the two never share a worker until together they have used
  * every worker id.
  */
-Claim claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid registry_relid, int64_t now_delta,
+Claim claim_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
 				   int64_t borrow_units, bool reuse);
 
 /*
@@ -61,7 +61,7 @@ Claim claim_worker(const Layout &layout, const RegistryOrigin &origin, Oid regis
  * passed, among the ids of only (a bigint[] literal) unless it is null,
  * locked; its floor is the row's last_time.  False when none is.
  */
-bool claim_released_worker(const Layout &layout, const char *identity, Oid registry_relid, int64_t now_delta,
+bool claim_released_worker(const Layout &layout, const char *identity, Oid worker_table, int64_t now_delta,
 						   const char *only, Claim *claim);
 
 /*
@@ -91,6 +91,6 @@ std::optional<int64_t> worker_last_time(int64_t worker);
  * last_time at least until_delta and never below the time reservation;
  * returns how many.  Skips this backend's own workers.
  */
-int release_dead_workers(Oid registry_relid, const char *identity, int64_t until_delta);
+int release_dead_workers(Oid worker_table, const char *identity, int64_t until_delta);
 
 } // namespace uidgen::pg

@@ -71,7 +71,7 @@ cores=$(nproc)
 churn_clients=$cores
 # Each race of section 2 uses two blocks of the registry server's own life
 # (block_size 1), and a server life holds at most 64 blocks
-# (src/registry/lease_table.hpp: max_fleet_blocks); the races stop after race_budget.
+# (src/registry/lease_table.hpp: max_leased_blocks); the races stop after race_budget.
 race_budget=28
 races=$((races * rounds > race_budget ? race_budget / rounds : races))
 [ "$races" -ge 1 ] || races=1

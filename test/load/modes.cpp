@@ -1,7 +1,7 @@
 /*
  * modes.cpp
  *	  Load threads for the steady, churn and rollback modes, and the main
- *	  thread's loop that starts them together, samples the worker registry
+ *	  thread's loop that starts them together, samples the worker table
  *	  and enforces the duration limit.
  *
  * Each thread owns one connection at a time and one IdLog, so the hot loop

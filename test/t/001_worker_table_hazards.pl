@@ -1,4 +1,4 @@
-# The worker registry survives what sessions do to it (docs/design.md section 4.7):
+# The worker table survives what sessions do to it (docs/design.md section 4.7):
 # termination inside an open or failed transaction, a dropped database,
 # and many backends registering at once.
 use strict;

@@ -1,4 +1,4 @@
--- The worker registry: the claim is durable before it matters, and held for life.
+-- The worker table: the claim is durable before it matters, and held for life.
 SET client_min_messages = warning;
 
 CREATE VIEW regress.my_worker AS
