@@ -1,18 +1,21 @@
 /*
  * module.cpp
- *	  Module magic, _PG_init and the GUCs.
+ *	  Module magic, _PG_init, the GUCs, and the one set of callbacks that
+ *	  PostgreSQL calls at transaction and cache events.
  */
-#include "pg/guard.hpp"
 #include "backend/backend_generator.hpp"
-#include "registry/lease_table.hpp"
-#include "registry/agent.hpp"
+#include "layout/catalog.hpp"
+#include "pg/guard.hpp"
 #include "pg/settings.hpp"
+#include "registry/agent.hpp"
+#include "registry/lease_table.hpp"
 #include "server/shared_state.hpp"
 
 extern "C" {
 #include "libpq-fe.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 }
 
 #include <climits>
@@ -121,7 +124,7 @@ define_settings()
 	/*
 	 * A backend reads it at its first ID and keeps that scope, so that it
 	 * never switches between its own worker and the shared one; both kinds
-	 * of worker live side by side in the registry and under one time
+	 * of worker live side by side in the worker table and under one time
 	 * reservation, so a reload or restart that switches never duplicates
 	 * (docs/design.md, "Server-wide generator").  Not PGC_POSTMASTER: that
 	 * needs preloading, which PostgreSQL 17 and later can do without.
@@ -173,11 +176,46 @@ define_settings()
 
 } // namespace uidgen::pg
 
+/*
+ * The one callback of each kind: each subsystem that cares gets the event,
+ * the layout's cache first.  They run inside PostgreSQL's transaction
+ * machinery; nothing they call throws a C++ exception.
+ */
+static void
+uidgen_xact_callback(XactEvent event, void *)
+{
+	uidgen::pg::catalog_at_xact_event(event);
+	uidgen::pg::backend_at_xact_event(event);
+}
+
+static void
+uidgen_subxact_callback(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid, void *)
+{
+	uidgen::pg::catalog_at_subxact_event(event);
+	uidgen::pg::backend_at_subxact_event(event, subid, parent_subid);
+}
+
+static void
+uidgen_resource_release_callback(ResourceReleasePhase phase, bool, bool is_top_level, void *)
+{
+	uidgen::pg::backend_at_resource_release(phase, is_top_level);
+}
+
+static void
+uidgen_relcache_callback(Datum, Oid relid)
+{
+	uidgen::pg::catalog_relcache_invalidated(relid);
+	uidgen::pg::backend_relcache_invalidated(relid);
+}
+
 void
 _PG_init(void)
 {
 	uidgen::pg::define_settings();
-	uidgen::pg::register_backend_callbacks();
+	RegisterXactCallback(uidgen_xact_callback, nullptr);
+	RegisterSubXactCallback(uidgen_subxact_callback, nullptr);
+	RegisterResourceReleaseCallback(uidgen_resource_release_callback, nullptr);
+	CacheRegisterRelcacheCallback(uidgen_relcache_callback, 0);
 	/* Preloaded, the server-wide generators live in the main shared memory (shared_state.hpp). */
 	if (process_shared_preload_libraries_in_progress)
 	{

@@ -57,14 +57,8 @@ extern "C" {
 
 /* PostgreSQL calls these through pointers: C linkage (defined at the end). */
 extern "C" {
-static void uidgen_xact_callback(XactEvent event, void *arg);
-static void uidgen_subxact_callback(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid,
-									void *arg);
-static void uidgen_resource_release_callback(ResourceReleasePhase phase, bool is_commit, bool is_top_level,
-											 void *arg);
 static void uidgen_release_at_exit(int code, Datum arg);
 static void uidgen_unlock_at_exit(int code, Datum arg);
-static void uidgen_worker_table_relcache_callback(Datum arg, Oid relid);
 }
 
 namespace uidgen::pg {
@@ -292,7 +286,7 @@ prepare_to_issue()
 } // namespace
 
 void
-xact_callback(XactEvent event)
+backend_at_xact_event(XactEvent event)
 {
 	IssuingWorker *issuing = state.issuing ? &*state.issuing : nullptr;
 
@@ -345,14 +339,14 @@ xact_callback(XactEvent event)
 }
 
 void
-subxact_callback(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid)
+backend_at_subxact_event(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid)
 {
 	if (state.issuing)
 		state.issuing->claim.at_subxact_end(event, subid, parent_subid);
 }
 
 void
-resource_release_callback(ResourceReleasePhase phase, bool is_top_level)
+backend_at_resource_release(ResourceReleasePhase phase, bool is_top_level)
 {
 	if (phase != RESOURCE_RELEASE_AFTER_LOCKS || !is_top_level)
 		return;
@@ -436,20 +430,10 @@ registry_setting_changed()
 }
 
 void
-worker_table_relcache_callback(Oid relid)
+backend_relcache_invalidated(Oid relid)
 {
 	if (state.issuing && (relid == InvalidOid || relid == state.issuing->worker_table))
 		state.issuing->recheck |= Recheck::table_invalidated;
-}
-
-void
-register_backend_callbacks()
-{
-	CacheRegisterRelcacheCallback(uidgen_worker_table_relcache_callback, 0);
-	RegisterXactCallback(uidgen_xact_callback, nullptr);
-	RegisterSubXactCallback(uidgen_subxact_callback, nullptr);
-	RegisterResourceReleaseCallback(uidgen_resource_release_callback, nullptr);
-	register_catalog_callbacks();
 }
 
 } // namespace uidgen::pg
@@ -458,24 +442,6 @@ register_backend_callbacks()
  * The callbacks run inside PostgreSQL's transaction machinery and call only
  * PostgreSQL code; nothing in them throws a C++ exception.
  */
-static void
-uidgen_xact_callback(XactEvent event, void *)
-{
-	uidgen::pg::xact_callback(event);
-}
-
-static void
-uidgen_subxact_callback(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid, void *)
-{
-	uidgen::pg::subxact_callback(event, subid, parent_subid);
-}
-
-static void
-uidgen_resource_release_callback(ResourceReleasePhase phase, bool, bool is_top_level, void *)
-{
-	uidgen::pg::resource_release_callback(phase, is_top_level);
-}
-
 static void
 uidgen_release_at_exit(int, Datum)
 {
@@ -486,10 +452,4 @@ static void
 uidgen_unlock_at_exit(int, Datum)
 {
 	uidgen::pg::unlock_at_exit();
-}
-
-static void
-uidgen_worker_table_relcache_callback(Datum, Oid relid)
-{
-	uidgen::pg::worker_table_relcache_callback(relid);
 }

@@ -6,6 +6,9 @@
 
 extern "C" {
 #include "postgres.h"
+
+#include "access/xact.h"
+#include "utils/resowner.h"
 }
 
 #include "core/layout.hpp"
@@ -29,7 +32,14 @@ std::optional<int64_t> last_issued_uid();
 /* This backend's worker id; nullopt before its first ID. */
 std::optional<int64_t> current_worker();
 
-void register_backend_callbacks();
+/*
+ * What the backend's generator does at PostgreSQL's events; called by the
+ * one set of callbacks (module.cpp).
+ */
+void backend_at_xact_event(XactEvent event);
+void backend_at_subxact_event(SubXactEvent event, SubTransactionId subid, SubTransactionId parent_subid);
+void backend_at_resource_release(ResourceReleasePhase phase, bool is_top_level);
+void backend_relcache_invalidated(Oid relid);
 
 /* uidgen.registry's assign hook: the issuing worker may no longer be of the kind it asks for. */
 void registry_setting_changed();

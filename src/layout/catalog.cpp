@@ -18,13 +18,6 @@ extern "C" {
 
 #include <optional>
 
-extern "C" {
-static void uidgen_catalog_relcache_callback(Datum arg, Oid relid);
-static void uidgen_catalog_xact_callback(XactEvent event, void *arg);
-static void uidgen_catalog_subxact_callback(SubXactEvent event, SubTransactionId subid,
-											SubTransactionId parent_subid, void *arg);
-}
-
 namespace uidgen::pg {
 
 namespace {
@@ -211,23 +204,13 @@ forget_catalog_cache()
 }
 
 void
-register_catalog_callbacks()
+catalog_relcache_invalidated(Oid relid)
 {
-	CacheRegisterRelcacheCallback(uidgen_catalog_relcache_callback, 0);
-	RegisterXactCallback(uidgen_catalog_xact_callback, nullptr);
-	RegisterSubXactCallback(uidgen_catalog_subxact_callback, nullptr);
+	forget_cached(relid);
 }
 
-} // namespace uidgen::pg
-
-static void
-uidgen_catalog_relcache_callback(Datum, Oid relid)
-{
-	uidgen::pg::forget_cached(relid);
-}
-
-static void
-uidgen_catalog_xact_callback(XactEvent event, void *)
+void
+catalog_at_xact_event(XactEvent event)
 {
 	switch (event)
 	{
@@ -236,16 +219,18 @@ uidgen_catalog_xact_callback(XactEvent event, void *)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			uidgen::pg::forget_decoding_lock();
+			forget_decoding_lock();
 			break;
 		default:
 			break;
 	}
 }
 
-static void
-uidgen_catalog_subxact_callback(SubXactEvent event, SubTransactionId, SubTransactionId, void *)
+void
+catalog_at_subxact_event(SubXactEvent event)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		uidgen::pg::forget_decoding_lock();
+		forget_decoding_lock();
 }
+
+} // namespace uidgen::pg

@@ -9,6 +9,7 @@
 extern "C" {
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "datatype/timestamp.h"
 }
 
@@ -74,6 +75,12 @@ bool change_layout(const Layout &layout, TimestampTz epoch);
 
 /* Forgets cached OIDs and the layout; for uid_configure and invalidations. */
 void forget_catalog_cache();
-void register_catalog_callbacks();
+/*
+ * What the cache does at PostgreSQL's events; called by the one set of
+ * callbacks (module.cpp).
+ */
+void catalog_relcache_invalidated(Oid relid);
+void catalog_at_xact_event(XactEvent event);
+void catalog_at_subxact_event(SubXactEvent event);
 
 } // namespace uidgen::pg
