@@ -14,6 +14,9 @@
 extern "C" {
 #include "libpq-fe.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 }
@@ -208,6 +211,33 @@ uidgen_relcache_callback(Datum, Oid relid)
 	uidgen::pg::backend_relcache_invalidated(relid);
 }
 
+/*
+ * The one shared-memory hook of each kind, while preloading: the
+ * server-wide generators and the lease table live in the main shared memory.
+ */
+static shmem_request_hook_type previous_request_hook = nullptr;
+static shmem_startup_hook_type previous_startup_hook = nullptr;
+
+static void
+uidgen_shmem_request(void)
+{
+	if (previous_request_hook)
+		previous_request_hook();
+	RequestAddinShmemSpace(uidgen::pg::shared_state_size());
+	RequestAddinShmemSpace(uidgen::pg::lease_table_size());
+}
+
+static void
+uidgen_shmem_startup(void)
+{
+	if (previous_startup_hook)
+		previous_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	uidgen::pg::attach_shared_state();
+	uidgen::pg::attach_lease_table();
+	LWLockRelease(AddinShmemInitLock);
+}
+
 void
 _PG_init(void)
 {
@@ -219,7 +249,11 @@ _PG_init(void)
 	/* Preloaded, the server-wide generators live in the main shared memory (shared_state.hpp). */
 	if (process_shared_preload_libraries_in_progress)
 	{
-		uidgen::pg::request_shared_state();
+		uidgen::pg::use_main_shared_memory();
+		previous_request_hook = shmem_request_hook;
+		shmem_request_hook = uidgen_shmem_request;
+		previous_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = uidgen_shmem_startup;
 		uidgen::pg::register_registry_agent();
 	}
 }

@@ -88,6 +88,12 @@ RegistryRules::layout() const
 				  unit_ms == 1000 ? TimeUnit::Second : TimeUnit::Millisecond);
 }
 
+Size
+lease_table_size()
+{
+	return sizeof(LeaseTable);
+}
+
 void
 attach_lease_table()
 {

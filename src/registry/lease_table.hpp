@@ -108,10 +108,11 @@ struct LeaseTable
 };
 
 /*
- * Attaches (and at the first attach, initializes) the fleet's part of the
- * main shared memory; from shared_state.cpp's startup hook, under
- * AddinShmemInitLock, which also requests its space.  Preloading only.
+ * Attaches (and at the first attach, initializes) the lease table in the
+ * main shared memory, which the shared-memory hooks (module.cpp) reserve;
+ * from the startup hook, under AddinShmemInitLock.  Preloading only.
  */
+Size lease_table_size();
 void attach_lease_table();
 /* nullptr unless uidgen is preloaded. */
 LeaseTable *lease_table();

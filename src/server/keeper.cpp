@@ -83,11 +83,15 @@ publish(SharedGenerator *g, const Registration &r, int64_t reserved)
 	int64_t now_ms = backend_clock().now_ms();
 	int64_t first = std::max(layout.delta_at(now_ms), r.claim.floor_delta + 1);
 
+	pg_call([g] {
+		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
+		g->private_count = 0;
+		LWLockRelease(&g->privates_lock);
+	});
 	SpinLockAcquire(&g->mutex);
 	g->layout = layout;
 	g->worker = r.claim.worker;
 	g->started_at_ms = now_ms;
-	g->private_count = 0;
 	g->reserved_until.store(reserved);
 	/* A backend that sees the new cursor must see the new generation too (server_generator.cpp). */
 	g->generation.fetch_add(1);
@@ -113,10 +117,12 @@ within_leases(SharedGenerator *g, const Layout &layout, int64_t covered)
 	int count = 0;
 
 	workers[count++] = registration->claim.worker;
-	SpinLockAcquire(&g->mutex);
-	for (int i = 0; i < g->private_count; i++)
-		workers[count++] = g->privates[i].worker;
-	SpinLockRelease(&g->mutex);
+	pg_call([g, &workers, &count] {
+		LWLockAcquire(&g->privates_lock, LW_SHARED);
+		for (int i = 0; i < g->private_count; i++)
+			workers[count++] = g->privates[i].worker;
+		LWLockRelease(&g->privates_lock);
+	});
 
 	for (int i = 0; i < count; i++)
 	{
@@ -154,37 +160,42 @@ raise_reservation(SharedGenerator *g, const Layout &layout)
 void
 claim_private_worker(SharedGenerator *g)
 {
-	bool wanted;
-
-	SpinLockAcquire(&g->mutex);
-	wanted = g->private_wanted && g->private_count < max_private_workers;
 	int64_t now = registration->layout.delta_at(backend_clock().now_ms());
-	/* One is free, and its borrowed time has passed: no need for another. */
-	for (int i = 0; i < g->private_count; i++)
-		wanted = wanted && (g->privates[i].borrower_pid != 0 || g->privates[i].floor_delta >= now);
-	g->private_wanted = false;
-	SpinLockRelease(&g->mutex);
+	bool wanted = pg_call([g, now] {
+		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
+		bool asked = g->private_wanted && g->private_count < max_private_workers;
+		/* One is free, and its borrowed time has passed: no need for another. */
+		for (int i = 0; i < g->private_count; i++)
+			asked = asked && (g->privates[i].borrower_pid != 0 || g->privates[i].floor_delta >= now);
+		g->private_wanted = false;
+		LWLockRelease(&g->privates_lock);
+		return asked;
+	});
 	if (!wanted)
 		return;
 
 	Registration r = claim_new_worker();
 
-	SpinLockAcquire(&g->mutex);
-	g->privates[g->private_count++] = PrivateWorker{r.claim.worker, r.claim.floor_delta, 0};
-	SpinLockRelease(&g->mutex);
+	pg_call([g, &r] {
+		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
+		g->privates[g->private_count++] = PrivateWorker{r.claim.worker, r.claim.floor_delta, 0};
+		LWLockRelease(&g->privates_lock);
+	});
 	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
 }
 
 bool
 private_workers_lent(SharedGenerator *g)
 {
-	bool lent = false;
+	return pg_call([g] {
+		bool lent = false;
 
-	SpinLockAcquire(&g->mutex);
-	for (int i = 0; i < g->private_count; i++)
-		lent = lent || g->privates[i].borrower_pid != 0;
-	SpinLockRelease(&g->mutex);
-	return lent;
+		LWLockAcquire(&g->privates_lock, LW_SHARED);
+		for (int i = 0; i < g->private_count; i++)
+			lent = lent || g->privates[i].borrower_pid != 0;
+		LWLockRelease(&g->privates_lock);
+		return lent;
+	});
 }
 
 /* Whether the worker still belongs to this database's worker table (not dropped or replaced). */
@@ -355,10 +366,12 @@ leave_slot()
 	SharedGenerator *g = kept;
 
 	(void) close_cursor(g->cursor);
+	LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
+	g->private_count = 0;
+	LWLockRelease(&g->privates_lock);
 	SpinLockAcquire(&g->mutex);
 	g->keeper_latch = nullptr;
 	g->keeper_pid = 0;
-	g->private_count = 0;
 	if (g->stage != KeeperStage::Failed)
 		g->stage = KeeperStage::Idle;
 	SpinLockRelease(&g->mutex);

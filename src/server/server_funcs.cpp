@@ -48,12 +48,18 @@ snapshot_of_this_database()
 		return std::nullopt;
 
 	std::optional<GeneratorFigures> figures;
+	int private_count = pg_call([g] {
+		LWLockAcquire(&g->privates_lock, LW_SHARED);
+		int count = g->private_count;
+		LWLockRelease(&g->privates_lock);
+		return count;
+	});
 
 	SpinLockAcquire(&g->mutex);
 	if (g->stage == KeeperStage::Ready)
 		figures = GeneratorFigures{g->worker, g->keeper_pid, g->started_at_ms, g->ids.load(), g->chunks.load(),
 								   g->dropped.load(), g->waits.load(), g->cursor.load(), g->reserved_until.load(),
-								   g->private_count, *g->layout};
+								   private_count, *g->layout};
 	SpinLockRelease(&g->mutex);
 	return figures;
 }

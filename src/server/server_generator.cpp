@@ -212,9 +212,11 @@ attach_generator()
 void
 forget_lost_launch(SharedGenerator *g)
 {
+	/* The clock is read before the spinlock: under it, nothing but copies. */
+	int64_t now_ms = backend_clock().now_ms();
+
 	SpinLockAcquire(&g->mutex);
-	if (g->stage == KeeperStage::Starting && g->keeper_pid == 0 &&
-		backend_clock().now_ms() - g->keeper_launched_at_ms >= keeper_wait_ms)
+	if (g->stage == KeeperStage::Starting && g->keeper_pid == 0 && now_ms - g->keeper_launched_at_ms >= keeper_wait_ms)
 		g->stage = KeeperStage::Idle;
 	SpinLockRelease(&g->mutex);
 }
@@ -233,6 +235,8 @@ start_source()
 
 	for (;;)
 	{
+		int64_t now_ms = backend_clock().now_ms();
+
 		SpinLockAcquire(&g->mutex);
 		KeeperStage stage = g->stage;
 		bool launch = stage == KeeperStage::Idle || (stage == KeeperStage::Failed && !waited_for_start);
@@ -240,7 +244,7 @@ start_source()
 		if (launch)
 		{
 			g->stage = KeeperStage::Starting;
-			g->keeper_launched_at_ms = backend_clock().now_ms();
+			g->keeper_launched_at_ms = now_ms;
 		}
 		SpinLockRelease(&g->mutex);
 
@@ -365,13 +369,18 @@ give_back(Source &source)
 	PrivateWorker &lent = source.shared->privates[borrowed.index];
 	int64_t last = borrowed.generator.last_delta();
 
-	SpinLockAcquire(&source.shared->mutex);
-	if (lent.borrower_pid == MyProcPid && lent.worker == borrowed.generator.worker_id())
-	{
-		lent.floor_delta = std::max(lent.floor_delta, last);
-		lent.borrower_pid = 0;
-	}
-	SpinLockRelease(&source.shared->mutex);
+	int64_t worker = borrowed.generator.worker_id();
+	SharedGenerator *g = source.shared;
+
+	pg_call([g, &lent, worker, last] {
+		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
+		if (lent.borrower_pid == MyProcPid && lent.worker == worker)
+		{
+			lent.floor_delta = std::max(lent.floor_delta, last);
+			lent.borrower_pid = 0;
+		}
+		LWLockRelease(&g->privates_lock);
+	});
 	server.last_delta = std::max(server.last_delta, last);
 	source.floor_delta = server.last_delta;
 	source.borrowed.reset();
@@ -399,17 +408,19 @@ try_to_borrow(Source &source)
 	/* As registration reuses a worker: only once the clock has passed its floor, or it would borrow at once. */
 	int64_t now = now_delta(source.cache.words().layout());
 
-	SpinLockAcquire(&g->mutex);
-	for (int i = 0; i < g->private_count && index < 0; i++)
-		if (g->privates[i].borrower_pid == 0 && g->privates[i].floor_delta < now)
-		{
-			index = i;
-			g->privates[i].borrower_pid = MyProcPid;
-			lent = g->privates[i];
-		}
-	if (index < 0)
-		g->private_wanted = true;
-	SpinLockRelease(&g->mutex);
+	pg_call([g, now, &index, &lent] {
+		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
+		for (int i = 0; i < g->private_count && index < 0; i++)
+			if (g->privates[i].borrower_pid == 0 && g->privates[i].floor_delta < now)
+			{
+				index = i;
+				g->privates[i].borrower_pid = MyProcPid;
+				lent = g->privates[i];
+			}
+		if (index < 0)
+			g->private_wanted = true;
+		LWLockRelease(&g->privates_lock);
+	});
 
 	if (index < 0)
 	{

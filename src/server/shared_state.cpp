@@ -4,11 +4,10 @@
  */
 #include "server/shared_state.hpp"
 
-#include "registry/lease_table.hpp"
+#include "pg/guard.hpp"
 
 extern "C" {
 #include "miscadmin.h"
-#include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #if PG_VERSION_NUM >= 170000
@@ -26,9 +25,6 @@ constexpr const char *shared_state_name = "uidgen";
 
 SharedState *attached = nullptr;
 
-shmem_request_hook_type previous_request_hook = nullptr;
-shmem_startup_hook_type previous_startup_hook = nullptr;
-
 /* Preloaded: the main shared memory holds the state (set in every process at startup). */
 bool in_main_shared_memory = false;
 
@@ -36,39 +32,25 @@ void
 initialize(SharedState *state)
 {
 	new (state) SharedState();
-	SpinLockInit(&state->mutex);
+	state->lwlock_tranche = LWLockNewTrancheId();
+	LWLockInitialize(&state->slots_lock, state->lwlock_tranche);
 	for (SharedGenerator &generator : state->generators)
 	{
 		generator.database = InvalidOid;
 		SpinLockInit(&generator.mutex);
+		LWLockInitialize(&generator.privates_lock, state->lwlock_tranche);
 		generator.stage = KeeperStage::Idle;
 		ConditionVariableInit(&generator.changed);
 	}
 }
 
-void
-request_hook()
+/* The tranche's name, for wait events; once in each process that attaches. */
+SharedState *
+named(SharedState *state)
 {
-	if (previous_request_hook)
-		previous_request_hook();
-	RequestAddinShmemSpace(sizeof(SharedState));
-	RequestAddinShmemSpace(sizeof(LeaseTable));
-}
-
-void
-startup_hook()
-{
-	bool found;
-
-	if (previous_startup_hook)
-		previous_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	attached = static_cast<SharedState *>(ShmemInitStruct(shared_state_name, sizeof(SharedState), &found));
-	if (!found)
-		initialize(attached);
-	/* The registry's blocks (lease_table.hpp) need the main shared memory too. */
-	attach_lease_table();
-	LWLockRelease(AddinShmemInitLock);
+	if (state != nullptr)
+		LWLockRegisterTranche(state->lwlock_tranche, "uidgen");
+	return state;
 }
 
 #if PG_VERSION_NUM >= 170000
@@ -83,13 +65,26 @@ initialize_segment(void *ptr)
 } // namespace
 
 void
-request_shared_state()
+use_main_shared_memory()
 {
 	in_main_shared_memory = true;
-	previous_request_hook = shmem_request_hook;
-	shmem_request_hook = request_hook;
-	previous_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = startup_hook;
+}
+
+Size
+shared_state_size()
+{
+	return sizeof(SharedState);
+}
+
+void
+attach_shared_state()
+{
+	bool found;
+
+	attached = static_cast<SharedState *>(ShmemInitStruct(shared_state_name, sizeof(SharedState), &found));
+	if (!found)
+		initialize(attached);
+	(void) named(attached);
 }
 
 bool
@@ -108,8 +103,8 @@ shared_state()
 	bool found;
 
 	/* Survives until the server restarts or crashes, like the main shared memory. */
-	attached = static_cast<SharedState *>(
-		GetNamedDSMSegment(shared_state_name, sizeof(SharedState), initialize_segment, &found));
+	attached = named(static_cast<SharedState *>(
+		GetNamedDSMSegment(shared_state_name, sizeof(SharedState), initialize_segment, &found)));
 #endif
 	return attached;
 }
@@ -117,27 +112,30 @@ shared_state()
 SharedGenerator *
 generator_of(SharedState *state, Oid database, bool take)
 {
-	SharedGenerator *free_slot = nullptr;
-	SharedGenerator *found = nullptr;
+	/* PostgreSQL code: through pg_call, whatever it may raise (pg/guard.hpp). */
+	return pg_call([state, database, take] {
+		SharedGenerator *free_slot = nullptr;
+		SharedGenerator *found = nullptr;
 
-	SpinLockAcquire(&state->mutex);
-	for (SharedGenerator &generator : state->generators)
-	{
-		if (generator.database == database)
+		LWLockAcquire(&state->slots_lock, take ? LW_EXCLUSIVE : LW_SHARED);
+		for (SharedGenerator &generator : state->generators)
 		{
-			found = &generator;
-			break;
+			if (generator.database == database)
+			{
+				found = &generator;
+				break;
+			}
+			if (free_slot == nullptr && generator.database == InvalidOid)
+				free_slot = &generator;
 		}
-		if (free_slot == nullptr && generator.database == InvalidOid)
-			free_slot = &generator;
-	}
-	if (take && found == nullptr && free_slot != nullptr)
-	{
-		free_slot->database = database;
-		found = free_slot;
-	}
-	SpinLockRelease(&state->mutex);
-	return found;
+		if (take && found == nullptr && free_slot != nullptr)
+		{
+			free_slot->database = database;
+			found = free_slot;
+		}
+		LWLockRelease(&state->slots_lock);
+		return found;
+	});
 }
 
 int

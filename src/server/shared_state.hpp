@@ -32,6 +32,7 @@ extern "C" {
 
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
+#include "storage/lwlock.h"
 #include "storage/spin.h"
 }
 
@@ -59,7 +60,11 @@ struct PrivateWorker
 	int borrower_pid;		/* 0: free */
 };
 
-/* Everything of one database; the mutex guards every field that is not atomic. */
+/*
+ * Everything of one database.  The mutex guards every scalar that is not
+ * atomic, and is held only to copy them; privates_lock guards the private
+ * workers, which are searched.
+ */
 struct SharedGenerator
 {
 	Oid database;			/* InvalidOid: a free slot (guarded by the state's mutex) */
@@ -80,7 +85,8 @@ struct SharedGenerator
 	char error_message[256];
 	char error_hint[256];
 
-	/* Requests to the keeper. */
+	/* Requests to the keeper, and the private workers: under privates_lock, not the mutex. */
+	LWLock privates_lock;
 	bool private_wanted;
 	PrivateWorker privates[max_private_workers];
 	int private_count;
@@ -110,12 +116,20 @@ stage_of(SharedGenerator *generator)
 
 struct SharedState
 {
-	slock_t mutex;			/* guards each slot's database */
+	int lwlock_tranche;		/* of slots_lock and every generator's privates_lock */
+	LWLock slots_lock;		/* guards each slot's database */
 	SharedGenerator generators[max_shared_generators];
 };
 
-/* The shared memory to reserve and set up at server start, for shared_preload_libraries. */
-void request_shared_state();
+/*
+ * Preloaded (shared_preload_libraries), the state lives in the main shared
+ * memory: _PG_init says so, the shared-memory hooks (module.cpp) reserve
+ * shared_state_size() and call attach_shared_state() in every process at
+ * startup, under AddinShmemInitLock.
+ */
+void use_main_shared_memory();
+Size shared_state_size();
+void attach_shared_state();
 
 /*
  * The state, attached on first use; nullptr when there is none to be had

@@ -5,7 +5,7 @@
 #
 #   1. a new connection and its first uid_next(), the server's reserve of
 #      workers warm: a member against a server without a registry (1.x's
-#      per-database registry), and against a bare SELECT 1 connection
+#      per-database worker table), and against a bare SELECT 1 connection
 #   2. a first uid_next() that must wait for a block claim: two connected
 #      sessions take their first ID at the same instant from a server whose
 #      reserve is one worker (a registry with block_size 1), against the same
@@ -321,7 +321,7 @@ report() {
 	agent_calls
 	{
 		report_head "uidgen benchmark: a registry of worker blocks (uidgen.registry)" member bench-registry
-		echo "- three clusters on 127.0.0.1, all with \`shared_preload_libraries = 'uidgen'\`, shared_buffers 512MB, synchronous_commit off, fsync off, jit off, no parallel query, uidgen's defaults (\`uidgen.max_borrow\` $(q member -c "SHOW uidgen.max_borrow") on all, as at the registry): *member* (\`uidgen.registry\` names database \`registry\` of the registry cluster: $(rules registry)); *plain*, no registry (1.x's per-database registry); *registry*, its own member through its database \`claims\` ($(rules claims)), for the races of section 2, with \`pg_stat_statements\` preloaded too"
+		echo "- three clusters on 127.0.0.1, all with \`shared_preload_libraries = 'uidgen'\`, shared_buffers 512MB, synchronous_commit off, fsync off, jit off, no parallel query, uidgen's defaults (\`uidgen.max_borrow\` $(q member -c "SHOW uidgen.max_borrow") on all, as at the registry): *member* (\`uidgen.registry\` names database \`registry\` of the registry cluster: $(rules registry)); *plain*, no registry (1.x's per-database worker table); *registry*, its own member through its database \`claims\` ($(rules claims)), for the races of section 2, with \`pg_stat_statements\` preloaded too"
 		echo "- the member at the end: $(q member -d bench -c "SELECT format('its last server life (it restarts once a round) leases %s block(s), %s worker(s) granted', count(*), coalesce(sum(workers_granted), 0)) FROM uidgen.registry_status WHERE block IS NOT NULL"); the registry cluster leases $(q registry -d bench -c "SELECT count(*) FROM uidgen.registry_status WHERE block IS NOT NULL") blocks of 1 worker (at most 64)"
 		echo
 		q plain -v samples="$samples" -v races="$races" -v id_reps="$id_reps" -v id_rows="$id_rows" \
