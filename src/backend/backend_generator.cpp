@@ -123,8 +123,8 @@ private:
 struct IssuingWorker
 {
 	/* A floor past the end of the layout's time leaves a generator that can only say so. */
-	IssuingWorker(Oid worker_table, const Layout &layout, int64_t worker, int64_t floor_delta, bool leased)
-		: worker_table(worker_table), reservation(layout, worker, leased, recheck),
+	IssuingWorker(const Layout &layout, int64_t worker, int64_t floor_delta, bool leased)
+		: reservation(layout, worker, leased, recheck),
 		  generator(layout, worker, std::min(floor_delta, layout.max_delta()), reservation)
 	{
 	}
@@ -133,7 +133,19 @@ struct IssuingWorker
 
 	bool ready() const { return claim.written() && !locks_lost && recheck == 0; }
 
-	Oid worker_table;				 /* uidgen.worker_node when it was claimed */
+	/*
+	 * The worker table it was claimed from, as the list of held workers
+	 * records it (worker_lock.hpp): the one record of what this backend
+	 * holds.
+	 */
+	Oid worker_table() const
+	{
+		const HeldWorker *held = issuing_entry(generator.worker_id());
+
+		Assert(held != nullptr);
+		return held ? held->worker_table : InvalidOid;
+	}
+
 	/*
 	 * Why prepare_to_issue() must look again before the next ID: a bit of
 	 * Recheck per cause, so that the hot path tests them all at once.
@@ -179,7 +191,7 @@ retire_issuing_worker()
 {
 	const Generator &generator = state.issuing->generator;
 
-	retire_worker(state.issuing->worker_table, generator.worker_id(), generator.last_delta());
+	retire_worker(state.issuing->worker_table(), generator.worker_id(), generator.last_delta());
 	state.issuing.reset();
 }
 
@@ -188,7 +200,7 @@ register_worker()
 {
 	Registration r = claim_new_worker();
 
-	state.issuing.emplace(r.relid, r.layout, r.claim.worker, r.claim.floor_delta, r.leased);
+	state.issuing.emplace(r.layout, r.claim.worker, r.claim.floor_delta, r.leased);
 	state.issuing->claim.written_in(GetCurrentSubTransactionId());
 
 	if (!state.exit_callbacks_registered)
@@ -227,11 +239,10 @@ resume_after_lost_locks()
 	if (floor > issuing.generator.last_delta())
 	{
 		/* Copies: emplace() destroys the worker these come from before it builds the new one. */
-		Oid relid = issuing.worker_table;
 		Layout layout = issuing.generator.layout();
 		bool leased = issuing.reservation.leased();
 
-		state.issuing.emplace(relid, layout, worker, floor, leased);
+		state.issuing.emplace(layout, worker, floor, leased);
 	}
 	else
 	{
@@ -246,7 +257,7 @@ check_locks()
 {
 	IssuingWorker *issuing = state.issuing ? &*state.issuing : nullptr;
 
-	if (issuing != nullptr && !relock_worker(issuing->worker_table, issuing->generator.worker_id()))
+	if (issuing != nullptr && !relock_worker(issuing->worker_table(), issuing->generator.worker_id()))
 		issuing->locks_lost = true;
 }
 
@@ -262,7 +273,7 @@ prepare_to_issue()
 	if (state.issuing && state.issuing->recheck != 0)
 	{
 		/* DROP and CREATE EXTENSION: the worker belonged to a worker table that is gone. */
-		if (worker_table_relid() != state.issuing->worker_table)
+		if (worker_table_relid() != state.issuing->worker_table())
 			forget_worker_table();
 		/* uidgen.registry was set or unset, or the worker's lease ran out: claim another. */
 		else if (state.issuing->reservation.lost() || state.issuing->reservation.leased() != registry_configured())
@@ -272,7 +283,7 @@ prepare_to_issue()
 	}
 	if (state.issuing && state.issuing->locks_lost)
 	{
-		if (relock_worker(state.issuing->worker_table, state.issuing->generator.worker_id()))
+		if (relock_worker(state.issuing->worker_table(), state.issuing->generator.worker_id()))
 			resume_after_lost_locks();
 		else
 			retire_issuing_worker();
@@ -432,7 +443,7 @@ registry_setting_changed()
 void
 backend_relcache_invalidated(Oid relid)
 {
-	if (state.issuing && (relid == InvalidOid || relid == state.issuing->worker_table))
+	if (state.issuing && (relid == InvalidOid || relid == state.issuing->worker_table()))
 		state.issuing->recheck |= Recheck::table_invalidated;
 }
 

@@ -173,6 +173,15 @@ relock_worker(Oid worker_table, int64_t worker)
 	return object_held && advisory_held;
 }
 
+const HeldWorker *
+issuing_entry(int64_t worker)
+{
+	for (int i = 0; i < held_count; i++)
+		if (held[i].worker == worker && held[i].use == WorkerUse::Issuing)
+			return &held[i];
+	return nullptr;
+}
+
 int
 held_worker_count()
 {

@@ -80,6 +80,13 @@ void unlock_all_workers();
  */
 bool relock_worker(Oid worker_table, int64_t worker);
 
+/*
+ * The entry of a worker this backend issues under: this list is the one
+ * record of which workers a backend holds, and of which worker table.
+ * nullptr when it holds no such worker.
+ */
+const HeldWorker *issuing_entry(int64_t worker);
+
 /* The workers this backend holds, in no particular order. */
 int held_worker_count();
 const HeldWorker &held_worker(int index);
