@@ -23,11 +23,12 @@ our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	scope_conf set_scope server_generator start_sql_loop finish_sql_loops
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
-	start_pgbench finish_pgbench poll_for);
+	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node);
 
 # A started node with uidgen created in database postgres.  Extra lines go
 # to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock;
-# scope => 'server' (and preload => 0) adds scope_conf's lines.
+# scope => 'server' (and preload => 0) adds scope_conf's lines.  With
+# start => 0 it is only initialised: start it with start_uidgen_node.
 sub new_uidgen_node
 {
 	my ($name, %params) = @_;
@@ -40,6 +41,15 @@ sub new_uidgen_node
 		"log_min_messages = warning",
 		($params{scope} ? scope_conf($params{scope}, preload => $params{preload}) : ()),
 		@{ $params{conf} // [] }) . "\n");
+	return $node if defined $params{start} && !$params{start};
+	return start_uidgen_node($node, %params);
+}
+
+# Starts a node of new_uidgen_node(..., start => 0) and creates uidgen in
+# database postgres.
+sub start_uidgen_node
+{
+	my ($node, %params) = @_;
 	$params{fake_clock} ? start_with_fake_clock($node) : $node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION uidgen');
 	return $node;
@@ -433,6 +443,23 @@ sub wait_for_registry
 		q{SELECT count(*) > 0 FROM uidgen.registry_status WHERE block IS NOT NULL AND lease_left_ms > 0})
 	  or die 'the registry agent of ' . $node->name . ' holds no block: '
 	  . $node->safe_psql($db // 'postgres', 'SELECT agent_status, error FROM uidgen.registry_status');
+}
+
+# The blocks node's registry agent holds with some lease left, as a list
+# for SQL ("4,7"), once it holds at least one: a member that issued holds
+# one, but one whose leases lapsed holds none until it leases anew.
+sub held_blocks
+{
+	my ($node, $db) = @_;
+	for (1 .. 10)
+	{
+		wait_for_registry($node, $db);
+		my $blocks = $node->safe_psql($db // 'postgres', q{
+			SELECT string_agg(block::text, ',' ORDER BY block) FROM uidgen.registry_status
+			 WHERE block IS NOT NULL AND lease_left_ms > 0});
+		return $blocks if $blocks ne '';
+	}
+	die 'the registry agent of ' . $node->name . ' keeps losing its blocks';
 }
 
 # How many IDs occur more than once over all the given lists: each an array
