@@ -17,13 +17,15 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Exporter 'import';
+use Time::HiRes ();
 
 our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	set_fake_clock start_with_fake_clock kill_and_wait_for_restart
 	scope_conf set_scope server_generator start_sql_loop finish_sql_loops
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
-	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node);
+	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node
+	clock_offset wait_for_clock_past);
 
 # A started node with uidgen created in database postgres.  Extra lines go
 # to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock;
@@ -207,8 +209,9 @@ sub start_pgbouncer
 	my $h = IPC::Run::start([ $binary, "$dir/pgbouncer.ini" ], '>', "$dir/pgbouncer.out", '2>&1');
 	my $bouncer = { host => $dir, port => $port, handle => $h, log => "$dir/pgbouncer.log",
 		connstr => "host=$dir port=$port dbname=$db" };
-	# Ready once it accepts a query.
-	for (1 .. 100)
+	# Ready once it accepts a query (however long a busy machine takes).
+	my $deadline = time + 180;
+	while (time < $deadline)
 	{
 		my $ok = IPC::Run::run([ 'psql', '-X', '-Atc', 'SELECT 1', '-d', $bouncer->{connstr} ],
 			'>', \my $o, '2>', \my $e);
@@ -316,6 +319,37 @@ sub set_fake_clock
 	open my $f, '>', $clock_file or die "cannot write $clock_file: $!";
 	print $f "$offset\n";
 	close $f;
+}
+
+# How far node's clock is from this process's (the real one), in seconds,
+# as (lowest, highest): the server read its clock at some moment between
+# the two readings of ours around the query.  A busy machine can make that
+# span long: it asks again (a few times at most) until the span is under
+# 0.3 s, and returns the narrowest.
+sub clock_offset
+{
+	my ($node) = @_;
+	my @best;
+	for (1 .. 10)
+	{
+		my $before = Time::HiRes::time();
+		my $server = $node->safe_psql('postgres', 'SELECT extract(epoch FROM clock_timestamp())');
+		my $after = Time::HiRes::time();
+		@best = ($server - $after, $server - $before) if !@best || $before - $after > $best[0] - $best[1];
+		last if $best[1] - $best[0] < 0.3;
+	}
+	return @best;
+}
+
+# Waits until node's clock reads later than timestamp (as the server prints
+# it) plus margin (an interval): for time that must pass, such as an ID's
+# time unit that must be over.
+sub wait_for_clock_past
+{
+	my ($node, $timestamp, $margin) = @_;
+	$node->poll_query_until('postgres',
+		"SELECT clock_timestamp() > '$timestamp'::timestamptz + interval '" . ($margin // '0') . "'")
+	  or die 'the clock of ' . $node->name . " did not pass $timestamp";
 }
 
 sub start_with_fake_clock
