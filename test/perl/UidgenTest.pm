@@ -17,17 +17,20 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Exporter 'import';
+use Time::HiRes ();
 
 our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	set_fake_clock start_with_fake_clock kill_and_wait_for_restart
 	scope_conf set_scope server_generator start_sql_loop finish_sql_loops
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
-	start_pgbench finish_pgbench poll_for);
+	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node
+	clock_offset wait_for_clock_past);
 
 # A started node with uidgen created in database postgres.  Extra lines go
 # to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock;
-# scope => 'server' (and preload => 0) adds scope_conf's lines.
+# scope => 'server' (and preload => 0) adds scope_conf's lines.  With
+# start => 0 it is only initialised: start it with start_uidgen_node.
 sub new_uidgen_node
 {
 	my ($name, %params) = @_;
@@ -40,6 +43,15 @@ sub new_uidgen_node
 		"log_min_messages = warning",
 		($params{scope} ? scope_conf($params{scope}, preload => $params{preload}) : ()),
 		@{ $params{conf} // [] }) . "\n");
+	return $node if defined $params{start} && !$params{start};
+	return start_uidgen_node($node, %params);
+}
+
+# Starts a node of new_uidgen_node(..., start => 0) and creates uidgen in
+# database postgres.
+sub start_uidgen_node
+{
+	my ($node, %params) = @_;
 	$params{fake_clock} ? start_with_fake_clock($node) : $node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION uidgen');
 	return $node;
@@ -197,8 +209,9 @@ sub start_pgbouncer
 	my $h = IPC::Run::start([ $binary, "$dir/pgbouncer.ini" ], '>', "$dir/pgbouncer.out", '2>&1');
 	my $bouncer = { host => $dir, port => $port, handle => $h, log => "$dir/pgbouncer.log",
 		connstr => "host=$dir port=$port dbname=$db" };
-	# Ready once it accepts a query.
-	for (1 .. 100)
+	# Ready once it accepts a query (however long a busy machine takes).
+	my $deadline = time + 180;
+	while (time < $deadline)
 	{
 		my $ok = IPC::Run::run([ 'psql', '-X', '-Atc', 'SELECT 1', '-d', $bouncer->{connstr} ],
 			'>', \my $o, '2>', \my $e);
@@ -306,6 +319,37 @@ sub set_fake_clock
 	open my $f, '>', $clock_file or die "cannot write $clock_file: $!";
 	print $f "$offset\n";
 	close $f;
+}
+
+# How far node's clock is from this process's (the real one), in seconds,
+# as (lowest, highest): the server read its clock at some moment between
+# the two readings of ours around the query.  A busy machine can make that
+# span long: it asks again (a few times at most) until the span is under
+# 0.3 s, and returns the narrowest.
+sub clock_offset
+{
+	my ($node) = @_;
+	my @best;
+	for (1 .. 10)
+	{
+		my $before = Time::HiRes::time();
+		my $server = $node->safe_psql('postgres', 'SELECT extract(epoch FROM clock_timestamp())');
+		my $after = Time::HiRes::time();
+		@best = ($server - $after, $server - $before) if !@best || $before - $after > $best[0] - $best[1];
+		last if $best[1] - $best[0] < 0.3;
+	}
+	return @best;
+}
+
+# Waits until node's clock reads later than timestamp (as the server prints
+# it) plus margin (an interval): for time that must pass, such as an ID's
+# time unit that must be over.
+sub wait_for_clock_past
+{
+	my ($node, $timestamp, $margin) = @_;
+	$node->poll_query_until('postgres',
+		"SELECT clock_timestamp() > '$timestamp'::timestamptz + interval '" . ($margin // '0') . "'")
+	  or die 'the clock of ' . $node->name . " did not pass $timestamp";
 }
 
 sub start_with_fake_clock
@@ -433,6 +477,23 @@ sub wait_for_registry
 		q{SELECT count(*) > 0 FROM uidgen.registry_status WHERE block IS NOT NULL AND lease_left_ms > 0})
 	  or die 'the registry agent of ' . $node->name . ' holds no block: '
 	  . $node->safe_psql($db // 'postgres', 'SELECT agent_status, error FROM uidgen.registry_status');
+}
+
+# The blocks node's registry agent holds with some lease left, as a list
+# for SQL ("4,7"), once it holds at least one: a member that issued holds
+# one, but one whose leases lapsed holds none until it leases anew.
+sub held_blocks
+{
+	my ($node, $db) = @_;
+	for (1 .. 10)
+	{
+		wait_for_registry($node, $db);
+		my $blocks = $node->safe_psql($db // 'postgres', q{
+			SELECT string_agg(block::text, ',' ORDER BY block) FROM uidgen.registry_status
+			 WHERE block IS NOT NULL AND lease_left_ms > 0});
+		return $blocks if $blocks ne '';
+	}
+	die 'the registry agent of ' . $node->name . ' keeps losing its blocks';
 }
 
 # How many IDs occur more than once over all the given lists: each an array

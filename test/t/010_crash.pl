@@ -8,14 +8,13 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use UidgenTest;
 
 my $node = new_uidgen_node('crash', conf => ["uidgen.max_borrow = '2s'", 'restart_after_crash = on']);
 $node->safe_psql('postgres', 'CREATE TABLE t (id bigint PRIMARY KEY DEFAULT uid_next(), round int)');
 
 # Writers that insert and commit in a loop until their backend dies.
-sub start_writers
+sub start_round_writers
 {
 	my ($round, $count) = @_;
 	my @writers;
@@ -41,7 +40,7 @@ sub wait_writers
 my $crashes = 0;
 for my $round (1 .. 3)
 {
-	my @writers = start_writers($round, 4);
+	my @writers = start_round_writers($round, 4);
 	my $victim = $node->safe_psql('postgres',
 		"SELECT pid FROM pg_stat_activity WHERE query LIKE 'DO %' LIMIT 1");
 	kill 'KILL', $victim;
@@ -54,7 +53,7 @@ ok($node->log_contains('terminated by signal 9'), "$crashes crash restarts happe
 # Immediate shutdowns under load, twice.
 for my $round (4 .. 5)
 {
-	my @writers = start_writers($round, 4);
+	my @writers = start_round_writers($round, 4);
 	$node->stop('immediate');
 	wait_writers(@writers);
 	$node->start;

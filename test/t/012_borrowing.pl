@@ -24,20 +24,34 @@ is($node->safe_psql('postgres', q{
 	SELECT bool_and(uid_timestamp(u) <= clock_timestamp() + interval '501 ms')
 	  FROM uid_next_batch(100000) u}), 't', 'each ID within max_borrow of the clock when issued');
 
-# Idle for longer than the bound: the next ID is back on the wall clock.
+# Idle until the clock has passed the burst's last unit (at most max_borrow:
+# pg_sleep never returns early):
+# the next ID is back on the wall clock, between the clock readings just
+# before and just after it (a reading on each side, so that a busy machine
+# pausing the session between them does not count as drift).
 my $drift = $node->safe_psql('postgres', q{
-	SELECT uid_next_batch(100000) IS NULL;
-	SELECT pg_sleep(0.7);
-	SELECT abs(round(extract(epoch FROM uid_timestamp(uid_next()) - clock_timestamp()) * 1000))});
+	SELECT max(uid_timestamp(u)) AS burst_end FROM uid_next_batch(100000) u \gset
+	SELECT pg_sleep(greatest(0, extract(epoch FROM :'burst_end'::timestamptz + interval '2 ms' - clock_timestamp())));
+	SELECT clock_timestamp() AS before_id \gset
+	SELECT uid_timestamp(uid_next()) AS id_time \gset
+	SELECT clock_timestamp() AS after_id \gset
+	SELECT round(1000 * greatest(0, extract(epoch FROM :'before_id'::timestamptz - :'id_time'::timestamptz),
+	                                extract(epoch FROM :'id_time'::timestamptz - :'after_id'::timestamptz)))});
 $drift = (split /\n/, $drift)[-1];
 cmp_ok($drift, '<=', 5, "after the burst, decoded time is back on the wall clock ($drift ms off)");
 
-# The default generator never borrows: it waits at a unit's end.
+# The default generator never borrows: it waits at a unit's end.  Once no
+# session holds a worker and every released one's last unit is in the past
+# (the burst sessions borrowed up to max_borrow ahead):
+$node->poll_query_until('postgres', q{
+	SELECT count(*) FILTER (WHERE status = 'active') = 0
+	   AND coalesce(max(last_time), -1) < (SELECT uid_min(clock_timestamp()) >> (worker_bits + seq_bits) FROM uid_layout())
+	  FROM uidgen.worker_node})
+  or die 'the borrowed time did not run out: ' . worker_rows($node);
 is($node->safe_psql('postgres', q{
 	SET uidgen.generator = 'default';
-	SELECT pg_sleep(0.6);
 	SELECT bool_and(uid_timestamp(u) <= clock_timestamp()) FROM uid_next_batch(20000) u}),
-	"\nt", 'default generator: never ahead of the clock');
+	't', 'default generator: never ahead of the clock');
 
 $node->stop;
 done_testing();

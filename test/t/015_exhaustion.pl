@@ -21,10 +21,11 @@ like($err, qr/no uidgen worker id is left/, 'a fourth session finds no worker id
 like($err, qr/uid_reclaim_workers/, 'the hint names uid_reclaim_workers()');
 
 # The holders die without releasing (a crash restart kills every backend).
+# (Waiting for the crash restart to begin and end: a query right after the
+# kill could still reach the server before it.)
 my $victim = $holders[0]->query_safe('SELECT pg_backend_pid()');
-kill 'KILL', $victim;
+kill_and_wait_for_restart($node, $victim);
 eval { $_->quit } for @holders;
-$node->poll_query_until('few', 'SELECT true') or die 'server did not come back';
 is($node->safe_psql('few', q{SELECT count(*) FROM uidgen.worker_node WHERE status = 'active'}), '3',
 	'three workers leaked');
 is($node->safe_psql('few', q{SELECT uid_reclaim_workers('0')}), '3', 'uid_reclaim_workers released them');

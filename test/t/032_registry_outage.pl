@@ -5,25 +5,44 @@
 # back.  A registry that may have lost state (any restart, a restore) leases
 # nothing new for a TTL plus max_borrow while members re-assert their
 # blocks, so a restored registry never leases a block twice.
+#
+# Nothing here sleeps: each step waits for what it needs (a lease run down,
+# a lease lapsed, a block leased again), with max_borrow at 2 s so that a
+# quarantine (TTL + max_borrow + clock bound) lasts 13 s rather than 21 s.
 use strict;
 use warnings;
 
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(time sleep);
+use Time::HiRes qw(time);
 use UidgenTest;
 
 my $ttl = 10;
-my $registry = new_registry_node('registry', member => 0, lease_ttl => "${ttl}s", init => { allows_streaming => 1 });
-my $old_backup_taken = 0;
+my @borrow = ("uidgen.max_borrow = '2s'");
+my $registry = new_registry_node('registry', member => 0, lease_ttl => "${ttl}s", max_borrow => '2s',
+	init => { allows_streaming => 1 }, conf => \@borrow);
 
-my $m1 = new_member_node('m1', $registry);
-my $m2 = new_member_node('m2', $registry, scope => 'server');
+my $m1 = new_member_node('m1', $registry, conf => \@borrow);
+my $m2 = new_member_node('m2', $registry, scope => 'server', conf => \@borrow);
 for my $m ($m1, $m2)
 {
 	wait_for_registry($m);
 	$m->safe_psql('postgres', 'CREATE TABLE t (id bigint PRIMARY KEY DEFAULT uid_next(), phase int)');
+}
+
+# The same on each of the nodes: how many failed in all, and the first error.
+sub insert_sessions2
+{
+	my ($phase, $n, @nodes) = @_;
+	my ($failed, $error) = (0, '');
+	for my $node (@nodes)
+	{
+		my ($f, $e) = insert_sessions($node, $phase, $n);
+		$failed += $f;
+		$error ||= $e;
+	}
+	return ($failed, $error);
 }
 
 # Rows of phase from n new sessions of node: returns how many failed, and the first error.
@@ -50,11 +69,11 @@ insert_sessions($_, 1, 4) for ($m1, $m2);
 $registry->backup('old');
 
 # Leases granted after the backup: a third member.
-my $m3 = new_member_node('m3', $registry);
+my $m3 = new_member_node('m3', $registry, conf => \@borrow);
 wait_for_registry($m3);
 $m3->safe_psql('postgres', 'CREATE TABLE t (id bigint PRIMARY KEY DEFAULT uid_next(), phase int)');
 insert_sessions($m3, 1, 4);
-my $m3_blocks = $m3->safe_psql('postgres', q{SELECT string_agg(block::text, ',' ORDER BY block) FROM uidgen.registry_status});
+my $m3_blocks = held_blocks($m3);
 note("m3 leases blocks $m3_blocks, which the old backup does not know of");
 
 # ---- stopped for less than the TTL ----------------------------------------
@@ -63,19 +82,21 @@ note("m3 leases blocks $m3_blocks, which the old backup does not know of");
 my $long = $m1->background_psql('postgres');
 $long->query_safe('INSERT INTO t (phase) SELECT 2 FROM generate_series(1, 100)');
 $registry->stop('fast');
-my $stopped_at = time;
 my ($failed, $error) = insert_sessions($m1, 2, 3);
 is($failed, 0, 'registry down: new sessions of a member issue from its blocks') or diag($error);
 ($failed, $error) = insert_sessions($m2, 2, 3);
 is($failed, 0, 'and so do those of a server-scope member') or diag($error);
 $long->query_safe('INSERT INTO t (phase) SELECT 2 FROM generate_series(1, 100)');
-sleep(4 - (time - $stopped_at)) if time - $stopped_at < 4;
+# Until m1's leases have gone 4 s unrenewed (renewals are due every TTL/6).
+$m1->poll_query_until('postgres', q{
+	SELECT count(*) > 0 AND max(lease_left_ms) <= } . ($ttl - 4) * 1000 . q{ FROM uidgen.registry_status WHERE block IS NOT NULL})
+  or die 'the leases of m1 did not run down: ' . $m1->safe_psql('postgres', 'SELECT block, lease_left_ms FROM uidgen.registry_status');
 ($failed, $error) = insert_sessions($m1, 2, 2);
-is($failed, 0, 'still after 4 s, within the 10 s lease') or diag($error);
+is($failed, 0, "still with leases 4 s unrenewed, within the ${ttl} s lease") or diag($error);
 $registry->start;
 $m1->poll_query_until('postgres', q{SELECT bool_and(agent_status = 'ready') FROM uidgen.registry_status})
   or die 'm1 did not reach the registry again';
-($failed, $error) = insert_sessions($_, 3, 2) for ($m1, $m2);
+($failed, $error) = insert_sessions2(3, 2, $m1, $m2);
 is($failed, 0, 'the registry back: nothing changed') or diag($error);
 $long->query_safe('INSERT INTO t (phase) SELECT 3 FROM generate_series(1, 100)');
 $long->quit;
@@ -84,8 +105,17 @@ pass('a session kept issuing through the outage, under the same worker');
 # ---- stopped for more than the TTL ----------------------------------------
 
 $registry->stop('fast');
-$stopped_at = time;
-sleep($ttl + 2);
+# Until the leases of m1 and m2 have lapsed (m3's too: it is left alone),
+# and m2's keeper, whose reservation may reach max_borrow past its lease,
+# has left at its next tick.
+for my $m ($m1, $m2)
+{
+	$m->poll_query_until('postgres', q{
+		SELECT count(*) = 0 FROM uidgen.registry_status WHERE lease_left_ms > 0}) and
+	$m->poll_query_until('postgres', q{
+		SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type LIKE 'uidgen keeper%'})
+	  or die $m->name . ' kept a lease or a keeper with the registry down';
+}
 ($failed, $error) = insert_sessions($m1, 4, 1);
 is($failed, 1, 'registry down past the TTL: a member issues nothing');
 like($error, qr/ERROR:  08\d\d\d: /, "with a class 08 error ($error)");
@@ -99,21 +129,24 @@ $registry->start;
 my $q = $registry->safe_psql('registry', 'SELECT quarantined FROM uidgen.registry_check_state()');
 is($q, 't', 'the restarted registry holds new leases back');
 my $back = time;
-for my $m ($m1, $m2)
+# m3 too: the restore below needs the blocks it holds.
+for my $m ($m1, $m2, $m3)
 {
 	$m->poll_query_until('postgres', q{SELECT count(*) > 0 FROM uidgen.registry_status WHERE lease_left_ms > 0})
 	  or die $m->name . ' got no block again';
 }
-note(sprintf('m1 leased a block again %.1f s after the registry came back', time - $back));
-($failed, $error) = insert_sessions($_, 5, 2) for ($m1, $m2);
+note(sprintf('the members leased a block again %.1f s after the registry came back', time - $back));
+($failed, $error) = insert_sessions2(5, 2, $m1, $m2);
 is($failed, 0, 'after the quarantine members issue again') or diag($error);
 
 # ---- restored from an old backup ------------------------------------------
 
 # The restored registry takes the place of the stopped one (same socket
 # directory and port): it shows blocks of m1 and m2 only.
-$m3_blocks = $m3->safe_psql('postgres', q{SELECT string_agg(block::text, ',' ORDER BY block) FROM uidgen.registry_status});
+$m3_blocks = held_blocks($m3);
 my $m3_life = (registry_status($m3))[0]{life};
+# The new member below, ready to start at once (initdb is slow on a busy machine).
+my $m4 = new_member_node('m4', $registry, conf => \@borrow, start => 0);
 $registry->stop('fast');
 my $restored = PostgreSQL::Test::Cluster->new('restored');
 $restored->init_from_backup($registry, 'old');
@@ -123,7 +156,7 @@ $restored->start;
 note("the old backup predates m3: m3's blocks $m3_blocks are unknown to it until m3 re-asserts them");
 
 # A new member asks at once: nothing until the members re-asserted theirs.
-my $m4 = new_member_node('m4', $registry);
+start_uidgen_node($m4);
 $m4->safe_psql('postgres', 'CREATE TABLE t (id bigint PRIMARY KEY DEFAULT uid_next(), phase int)');
 ($failed, $error) = insert_sessions($m4, 6, 1);
 is($failed, 1, 'a new member gets no block from a registry that may have lost state');
@@ -137,7 +170,7 @@ $m4->poll_query_until('postgres', q{SELECT count(*) > 0 FROM uidgen.registry_sta
   or die 'm4 got no block';
 ($failed, $error) = insert_sessions($m4, 6, 4);
 is($failed, 0, 'after the quarantine the new member issues') or diag($error);
-my $m4_blocks = $m4->safe_psql('postgres', q{SELECT string_agg(block::text, ',') FROM uidgen.registry_status});
+my $m4_blocks = held_blocks($m4);
 is($registry->safe_psql('registry', qq{
 	SELECT count(*) FROM uidgen.worker_block WHERE block IN ($m4_blocks) AND life::text <> '} . (registry_status($m4))[0]{life} . q{'}),
 	'0', "m4's blocks ($m4_blocks) are its own, none of the others'");

@@ -51,23 +51,33 @@ my $life = (registry_status($member))[0]{life};
 $registry->safe_psql('registry', 'CREATE ROLE stranger LOGIN');
 $err = psql_error($registry, 'registry', "SET ROLE stranger; SELECT uid_registry_release('$life')");
 like($err, qr/ERROR:  42501: permission denied for function uid_registry_release/, 'only the owner releases blocks');
-my $released = $registry->safe_psql('registry', "SELECT uid_registry_release('$life')");
+# The blocks leased to the life, read in the same session just before the
+# release: the member's agent may lease a new block (under the same life) at
+# any moment, before or after the release, so the checks below are about
+# these blocks, not about whatever the life holds when they run.
+my ($leased_blocks, $released) = split /\n/, $registry->safe_psql('registry', qq{
+	SELECT string_agg(block::text, ',' ORDER BY block) FROM uidgen.worker_block WHERE life = '$life' AND status = 'leased';
+	SELECT uid_registry_release('$life')});
 cmp_ok($released, '>=', 1, "the owner releases the member's $released block(s)");
-is($registry->safe_psql('registry', "SELECT DISTINCT status FROM uidgen.server_lives WHERE life = '$life'"),
-	'released', 'the view shows them released');
 is($registry->safe_psql('registry', qq{
-	SELECT bool_and(reusable_after >= lease_expires_at) FROM uidgen.worker_block WHERE life = '$life'}),
+	SELECT string_agg(DISTINCT status, ',') FROM uidgen.server_lives WHERE life = '$life' AND block IN ($leased_blocks)}),
+	'released', "the view shows them released (blocks $leased_blocks)");
+# Every block the release took, those leased at the same time included.
+my $released_blocks = $registry->safe_psql('registry',
+	"SELECT string_agg(block::text, ',' ORDER BY block) FROM uidgen.worker_block WHERE life = '$life' AND status = 'released'");
+is($registry->safe_psql('registry', qq{
+	SELECT bool_and(reusable_after >= lease_expires_at) FROM uidgen.worker_block WHERE block IN ($released_blocks)}),
 	't', 'they return to the pool only after their lease ends (plus max_borrow)');
 # The member can no longer renew them: it drops them at its next renewal
 # and issues from blocks still leased to it.
-my $released_blocks = $registry->safe_psql('registry',
-	"SELECT string_agg(block::text, ',') FROM uidgen.worker_block WHERE life = '$life' AND status = 'released'");
 $member->poll_query_until('postgres', "SELECT count(*) = 0 FROM uidgen.registry_status WHERE block IN ($released_blocks)")
   or die "the member kept its released blocks $released_blocks";
 pass("the member dropped its released blocks ($released_blocks)");
 like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'and issues from blocks leased anew');
-my @blocks = map { $_->{block} } registry_status($member);
-is($registry->safe_psql('registry', "SELECT count(*) FROM uidgen.worker_block WHERE block IN (" . join(',', @blocks)
-	. ") AND (life <> '$life' OR status <> 'leased')"), '0', 'every block it holds is leased to it');
+# Whatever blocks it holds now (it leased at least one anew to issue):
+# leased to it, none of the released ones.
+my $blocks = held_blocks($member);
+is($registry->safe_psql('registry', "SELECT count(*) FROM uidgen.worker_block WHERE block IN ($blocks)"
+	. " AND (life <> '$life' OR status <> 'leased')"), '0', "every block it holds ($blocks) is leased to it");
 
 done_testing();

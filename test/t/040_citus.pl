@@ -48,7 +48,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use UidgenTest;
 
 my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
@@ -240,13 +239,18 @@ INSERT INTO events (origin, phase) SELECT '$name', 'copy' FROM events WHERE phas
 			});
 		}
 	};
-	usleep(20_000);
-	my $t1 = $coordinator->safe_psql('postgres', 'SELECT clock_timestamp()');
-	usleep(20_000);
+	# 20 ms of quiet on each side of t1 and of t2 (one clock: the servers share
+	# the host): waited for on the clock, not slept.
+	my $quiet = sub {
+		my $now = $coordinator->safe_psql('postgres', 'SELECT clock_timestamp()');
+		wait_for_clock_past($coordinator, $now, '20 ms');
+		my $t = $coordinator->safe_psql('postgres', 'SELECT clock_timestamp()');
+		wait_for_clock_past($coordinator, $t, '20 ms');
+		return $t;
+	};
+	my $t1 = $quiet->();
 	$insert_phase->('window');
-	usleep(20_000);
-	my $t2 = $coordinator->safe_psql('postgres', 'SELECT clock_timestamp()');
-	usleep(20_000);
+	my $t2 = $quiet->();
 	$insert_phase->('after');
 
 	# ---- every row, once

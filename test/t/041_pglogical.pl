@@ -85,9 +85,9 @@ for my $pair ([ 'a', 'b' ], [ 'b', 'a' ])
 for my $pair ([ 'a', 'b' ], [ 'b', 'a' ])
 {
 	my ($sub, $provider) = @$pair;
-	ok(poll_for($node{$sub}, 30, qq{
+	ok(poll_for($node{$sub}, 180, qq{
 		SELECT status = 'replicating' FROM pglogical.show_subscription_status('${sub}_from_$provider')})
-	  && poll_for($node{$sub}, 30, q{SELECT bool_and(sync_status = 'r') FROM pglogical.local_sync_status}),
+	  && poll_for($node{$sub}, 180, q{SELECT bool_and(sync_status = 'r') FROM pglogical.local_sync_status}),
 		"node $sub replicates from node $provider, every table synchronized")
 	  or diag($node{$sub}->safe_psql('postgres', q{
 		SELECT status FROM pglogical.show_subscription_status();

@@ -64,7 +64,7 @@ my $pub_connstr = $pub->connstr . ' dbname=postgres';
 $sub->safe_psql('postgres', "CREATE SUBSCRIPTION s CONNECTION '$pub_connstr' PUBLICATION p");
 
 # The initial copy of every table, uidgen's included, finishes.
-ok(poll_for($sub, 30, q{
+ok(poll_for($sub, 180, q{
 	SELECT count(*) > 0 AND bool_and(srsubstate IN ('r', 's')) FROM pg_subscription_rel}),
 	'the initial copy of every published table finishes')
   or diag($sub->safe_psql('postgres', 'SELECT srrelid::regclass, srsubstate FROM pg_subscription_rel'));
