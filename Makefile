@@ -15,6 +15,7 @@
 #                           (no PostgreSQL needed; see test/bench/README.md)
 #   make bench-scope        the server-wide generator's targets (uidgen.scope)
 #   make bench-registry     what a registry (uidgen.registry) costs a member
+#   make check-meta         META.json against the PGXN spec and uidgen.control
 
 EXTENSION = uidgen
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
@@ -130,6 +131,13 @@ bench-registry:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/registry.sh
 
 .PHONY: unit test test-all demo bench bench-scope bench-registry cursor-bench
+
+# ---- packaging ---------------------------------------------------------
+
+check-meta:
+	@perl scripts/check-meta.pl META.json $(EXTENSION).control
+
+.PHONY: check-meta
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:
