@@ -15,6 +15,8 @@
 #                           (no PostgreSQL needed; see test/bench/README.md)
 #   make bench-scope        the server-wide generator's targets (uidgen.scope)
 #   make bench-registry     what a registry (uidgen.registry) costs a member
+#   make deb                the Debian packages postgresql-VERSION-uidgen,
+#                           into build/deb (docs/install.md)
 #   make check-meta         META.json against the PGXN spec and uidgen.control
 
 EXTENSION = uidgen
@@ -132,12 +134,15 @@ bench-registry:
 
 .PHONY: unit test test-all demo bench bench-scope bench-registry cursor-bench
 
-# ---- packaging ---------------------------------------------------------
+# ---- packaging (docs/install.md) ----------------------------------------
+
+deb:
+	@scripts/build-deb.sh
 
 check-meta:
 	@perl scripts/check-meta.pl META.json $(EXTENSION).control
 
-.PHONY: check-meta
+.PHONY: deb check-meta
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:
