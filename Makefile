@@ -17,6 +17,7 @@
 #   make bench-registry     what a registry (uidgen.registry) costs a member
 #   make deb                the Debian packages postgresql-VERSION-uidgen,
 #                           into build/deb (docs/install.md)
+#   make dist               the PGXN release build/uidgen-VERSION.zip of HEAD
 #   make check-meta         META.json against the PGXN spec and uidgen.control
 
 EXTENSION = uidgen
@@ -139,10 +140,13 @@ bench-registry:
 deb:
 	@scripts/build-deb.sh
 
+dist: check-meta
+	@scripts/dist.sh
+
 check-meta:
 	@perl scripts/check-meta.pl META.json $(EXTENSION).control
 
-.PHONY: deb check-meta
+.PHONY: deb dist check-meta
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:
