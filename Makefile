@@ -19,6 +19,8 @@
 #                           into build/deb (docs/install.md)
 #   make dist               the PGXN release build/uidgen-VERSION.zip of HEAD
 #   make check-meta         META.json against the PGXN spec and uidgen.control
+#   make test-packages      as root: the .deb and the PGXN release installed
+#                           into the system's PostgreSQL 15 and tested
 
 EXTENSION = uidgen
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
@@ -146,7 +148,10 @@ dist: check-meta
 check-meta:
 	@perl scripts/check-meta.pl META.json $(EXTENSION).control
 
-.PHONY: deb dist check-meta
+test-packages:
+	@scripts/test-packages.sh
+
+.PHONY: deb dist check-meta test-packages
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:
