@@ -17,6 +17,12 @@
 #                           (no PostgreSQL needed; see test/bench/README.md)
 #   make bench-scope        the server-wide generator's targets (uidgen.scope)
 #   make bench-registry     what a registry (uidgen.registry) costs a member
+#   make deb                the Debian packages postgresql-VERSION-uidgen,
+#                           into build/deb (docs/install.md)
+#   make dist               the PGXN release build/uidgen-VERSION.zip of HEAD
+#   make check-meta         META.json against the PGXN spec and uidgen.control
+#   make test-packages      as root: the .deb and the PGXN release installed
+#                           into the system's PostgreSQL 15 and tested
 
 EXTENSION = uidgen
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
@@ -138,6 +144,22 @@ bench-registry:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/registry.sh
 
 .PHONY: unit test test-stress test-all demo bench bench-scope bench-registry cursor-bench
+
+# ---- packaging (docs/install.md) ----------------------------------------
+
+deb:
+	@scripts/build-deb.sh
+
+dist: check-meta
+	@scripts/dist.sh
+
+check-meta:
+	@perl scripts/check-meta.pl META.json $(EXTENSION).control
+
+test-packages:
+	@scripts/test-packages.sh
+
+.PHONY: deb dist check-meta test-packages
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:

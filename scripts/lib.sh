@@ -148,6 +148,13 @@ build_and_install() {
 	echo "$server" >"$stamp"
 }
 
+# copy_tree TOP DIR: the source tree TOP, as it is in the working tree, into
+# the existing directory DIR, without git's directory and build outputs.
+copy_tree() {
+	tar -C "$1" --exclude=.git --exclude=build --exclude=tmp_check --exclude=results \
+		--exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . | tar -C "$2" -xf -
+}
+
 # Copies the tree to a fresh directory owned by postgres and runs the given
 # script there as postgres.  Returns that script's status.
 rerun_as_postgres() {
@@ -155,8 +162,7 @@ rerun_as_postgres() {
 	local top copy
 	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 	copy=$(mktemp -d /tmp/uidgen-src.XXXXXX)
-	tar -C "$top" --exclude=.git --exclude=build --exclude=tmp_check --exclude=results \
-		--exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . | tar -C "$copy" -xf -
+	copy_tree "$top" "$copy"
 	chown -R postgres: "$copy"
 	chmod 755 "$copy"
 	log "running as postgres in $copy"
