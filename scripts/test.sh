@@ -125,8 +125,8 @@ tap_logs() {	# tap_logs FILE
 }
 
 # A check of the tree itself (scripts/check-*.sh): one test.
-job_check() {	# job_check COUNTS SCRIPT
-	if "$2"; then echo "1 0" >"$1"; else echo "0 1" >"$1"; fi
+job_check() {	# job_check COUNTS COMMAND
+	if $2; then echo "1 0" >"$1"; else echo "0 1" >"$1"; fi
 }
 
 job_name() { basename "$1" .pl; }
@@ -153,6 +153,7 @@ mapfile -t tap_files < <(jobs_longest_first test/t/*.pl)
 
 log "running the tests, ${TEST_JOBS:-6} jobs at a time; each line is a job that ended"
 selected layering && jobs_start layering "" job_check scripts/check-layering.sh
+selected meta && jobs_start meta "" job_check "make -s check-meta"
 selected unit && jobs_start unit "" job_unit
 selected regress && jobs_start regress "" job_regress regress
 selected isolation && jobs_start isolation "" job_regress isolation
