@@ -388,8 +388,9 @@ DECLARE
 	cfg uidgen.registry_config;
 BEGIN
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config FOR UPDATE;
+	-- Block b's workers follow from the block size: fixed by the first lease.
 	IF block_size IS DISTINCT FROM cfg.block_size AND block_size IS NOT NULL
-	   AND EXISTS (SELECT FROM uidgen.worker_block) THEN
+	   AND EXISTS (SELECT FROM uidgen.worker_block_lease) THEN
 		RAISE EXCEPTION 'cannot change the block size of a registry that has leased blocks'
 			USING ERRCODE = 'object_not_in_prerequisite_state';
 	END IF;

@@ -131,6 +131,12 @@ membership_relid()
 	return lookup_relid_if_exists("membership");
 }
 
+Oid
+block_lease_relid()
+{
+	return lookup_relid_if_exists("worker_block_lease");
+}
+
 Layout
 read_layout(bool latest, char **origin)
 {

@@ -40,6 +40,13 @@ Oid reserved_until_relid();
 Oid membership_relid();
 
 /*
+ * OID of uidgen.worker_block_lease (the history of a registry's leases), or
+ * InvalidOid when the extension's SQL objects are older than it (2.0.0).
+ * Not cached: only uid_configure asks.
+ */
+Oid block_lease_relid();
+
+/*
  * The database's layout, cached for the backend; uid_configure invalidates
  * the cache of every backend through a relcache invalidation of
  * uidgen.config.
@@ -67,10 +74,13 @@ Layout read_layout(bool latest, char **origin = nullptr);
 
 /*
  * Inside an SPI connection: whether a worker has ever registered (then the
- * layout is fixed for good), and setting the layout (layout_funcs.cpp; returns
- * whether it can still change).
+ * layout is fixed for good); whether this database, as a registry, has ever
+ * leased a block (then its members issue under its layout, fixed for good
+ * too); and setting the layout (layout_funcs.cpp; returns whether it can
+ * still change).
  */
 bool layout_is_in_use();
+bool registry_has_leased();
 bool change_layout(const Layout &layout, TimestampTz epoch);
 
 /* Forgets cached OIDs and the layout; for uid_configure and invalidations. */

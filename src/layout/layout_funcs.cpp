@@ -46,6 +46,16 @@ uidgen::pg::layout_is_in_use()
 	return spi_bool(0, 0);
 }
 
+bool
+uidgen::pg::registry_has_leased()
+{
+	if (!OidIsValid(block_lease_relid()))
+		return false;
+	spi_run("SELECT EXISTS (SELECT FROM uidgen.worker_block_lease)", 0, nullptr, nullptr, Visibility::Latest,
+			SPI_OK_SELECT);
+	return spi_bool(0, 0);
+}
+
 namespace {
 
 /* uidgen.layout_info for layout. */
@@ -216,7 +226,7 @@ UIDGEN_FUNCTION(uid_layout)
 	/* A copy: the SPI below may process an invalidation that resets the cache. */
 	Layout layout = database_layout();
 
-	bool configurable = with_spi(Rights::Caller, [] { return !layout_is_in_use(); });
+	bool configurable = with_spi(Rights::Caller, [] { return !layout_is_in_use() && !registry_has_leased(); });
 
 	return layout_info_datum(fcinfo, layout, configurable);
 }
@@ -252,6 +262,14 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch)
 					 errdetail("IDs issued in this database decode only under layout %s.",
 							   current_text),
 					 errhint("Choose the layout before the first uid_next(); a new layout needs a new database.")));
+		/* Its members issue under it from their first lease on (docs/design.md, section 8.4). */
+		if (registry_has_leased())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot change the layout of a uidgen registry that has leased worker blocks"),
+					 errdetail("Its members issue IDs under layout %s.", current_text),
+					 errhint("Choose a fleet's layout before its registry leases its first block; another "
+							 "layout needs a new registry.")));
 		refuse_if_decoders_have_dependents();
 
 		Oid types[5] = {INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TEXTOID};
@@ -269,7 +287,7 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch)
 		CacheInvalidateRelcacheByRelid(config_relid());
 		forget_catalog_cache();
 	}
-	return !layout_is_in_use();
+	return !layout_is_in_use() && !registry_has_leased();
 }
 
 /*

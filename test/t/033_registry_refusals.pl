@@ -45,6 +45,25 @@ $other->safe_psql('fresh', 'SELECT uid_next()');
 is($other->safe_psql('fresh', 'SELECT worker_bits || \'/\' || seq_bits FROM uidgen.config'), '13/9',
 	'a database that never registered a worker adopts the registry\'s layout');
 
+# ---- the registry's layout, fixed by its leases -------------------------------
+
+# Members issue under the registry's layout from their first lease on; under
+# another one, worker k would be workers 2k and 2k + 1 (issue: 591,244
+# duplicates when the registry's database, itself without workers, was
+# reconfigured).  So the first lease fixes it, as a first worker fixes a
+# database's.
+is($registry->safe_psql('registry', 'SELECT configurable FROM uid_layout()'), 'f',
+	'a registry that leased a block reports its layout fixed');
+$err = psql_error($registry, 'registry', 'SELECT uid_configure(worker_bits => 12, seq_bits => 10)');
+like($err, qr/ERROR:  55000: cannot change the layout of a uidgen registry that has leased worker blocks/,
+	'uid_configure at a registry that leased a block: 55000');
+is($registry->safe_psql('registry', "SELECT worker_bits || '/' || seq_bits FROM uidgen.config"), '13/9',
+	'and the layout is unchanged');
+$err = psql_error($registry, 'registry', 'SELECT uid_registry_configure(block_size => 8)');
+like($err, qr/ERROR:  55000: cannot change the block size of a registry that has leased blocks/,
+	'nor the block size: 55000');
+like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'and the member goes on issuing');
+
 # ---- releasing a gone server's blocks ---------------------------------------
 
 my $life = (registry_status($member))[0]{life};
