@@ -123,8 +123,8 @@ private:
 struct IssuingWorker
 {
 	/* A floor past the end of the layout's time leaves a generator that can only say so. */
-	IssuingWorker(const Layout &layout, int64_t worker, int64_t floor_delta, bool leased)
-		: reservation(layout, worker, leased, recheck),
+	IssuingWorker(const Layout &layout, int64_t worker, int64_t floor_delta, bool leased, uint64_t joins_seen)
+		: reservation(layout, worker, leased, joins_seen, recheck),
 		  generator(layout, worker, std::min(floor_delta, layout.max_delta()), reservation)
 	{
 	}
@@ -149,7 +149,7 @@ struct IssuingWorker
 	/*
 	 * Why prepare_to_issue() must look again before the next ID: a bit of
 	 * Recheck per cause, so that the hot path tests them all at once.
-	 * Before reservation, which sets Recheck::lease_ended.
+	 * Before reservation, which sets Recheck::lease_ended and Recheck::joined.
 	 */
 	uint8_t recheck = 0;
 	LeasedReservation reservation;	 /* before generator, which refers to it */
@@ -200,7 +200,7 @@ register_worker()
 {
 	Registration r = claim_new_worker();
 
-	state.issuing.emplace(r.layout, r.claim.worker, r.claim.floor_delta, r.leased);
+	state.issuing.emplace(r.layout, r.claim.worker, r.claim.floor_delta, r.leased, r.joins_seen);
 	state.issuing->claim.written_in(GetCurrentSubTransactionId());
 
 	if (!state.exit_callbacks_registered)
@@ -241,8 +241,9 @@ resume_after_lost_locks()
 		/* Copies: emplace() destroys the worker these come from before it builds the new one. */
 		Layout layout = issuing.generator.layout();
 		bool leased = issuing.reservation.leased();
+		uint64_t joins_seen = issuing.reservation.joins_seen();
 
-		state.issuing.emplace(layout, worker, floor, leased);
+		state.issuing.emplace(layout, worker, floor, leased, joins_seen);
 	}
 	else
 	{
@@ -275,7 +276,7 @@ prepare_to_issue()
 		/* DROP and CREATE EXTENSION: the worker belonged to a worker table that is gone. */
 		if (worker_table_relid() != state.issuing->worker_table())
 			forget_worker_table();
-		/* uidgen.registry was set or unset, or the worker's lease ran out: claim another. */
+		/* uidgen.registry was set or unset, the worker's lease ran out, or the server joined: claim another. */
 		else if (state.issuing->reservation.lost() || state.issuing->reservation.leased() != registry_configured())
 			retire_issuing_worker();
 		else

@@ -214,4 +214,14 @@ reserved_until()
 	return read_mark();
 }
 
+std::optional<int64_t>
+settled_reserved_until()
+{
+	Oid sequence_relid = reserved_until_relid();
+
+	if (!OidIsValid(sequence_relid))
+		return std::nullopt;
+	return under_raise_lock(sequence_relid, [] { return read_durable_mark(); });
+}
+
 } // namespace uidgen::pg

@@ -45,6 +45,13 @@ private:
 std::optional<int64_t> reserved_until();
 
 /*
+ * reserved_until() once every raise under way has ended (it waits for the
+ * lock that serialises them), for a database's join: a raise that starts
+ * after this returns sees what the caller did before it.
+ */
+std::optional<int64_t> settled_reserved_until();
+
+/*
  * Sets the mark back to "nothing issued", for uid_configure: the mark counts
  * units of the layout, and a layout can change only while no worker has
  * ever registered.  Does nothing when the sequence does not exist (1.0.0).

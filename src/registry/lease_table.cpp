@@ -110,6 +110,30 @@ lease_table()
 	return attached;
 }
 
+uint64_t
+joins_so_far()
+{
+	return attached != nullptr ? attached->joins.load() : 0;
+}
+
+void
+count_join()
+{
+	if (attached != nullptr)
+		attached->joins.fetch_add(1);
+}
+
+bool
+server_has_registry()
+{
+	if (attached == nullptr)
+		return false;
+	SpinLockAcquire(&attached->mutex);
+	bool has = attached->status != AgentStatus::Off;
+	SpinLockRelease(&attached->mutex);
+	return has;
+}
+
 int64_t
 monotonic_ms()
 {

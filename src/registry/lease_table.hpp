@@ -23,6 +23,7 @@ extern "C" {
 #include "storage/spin.h"
 }
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 
@@ -105,6 +106,12 @@ struct LeaseTable
 	LeasedBlock blocks[max_leased_blocks];
 	int ngrants;
 	Grant grants[max_grants];
+	/*
+	 * How many times a database of this server life has joined a registry
+	 * (registry_claim.cpp): a worker claimed without one stops extending its
+	 * reservation once this moves (docs/design.md, section 8.6).
+	 */
+	std::atomic<uint64_t> joins;
 };
 
 /*
@@ -116,6 +123,22 @@ Size lease_table_size();
 void attach_lease_table();
 /* nullptr unless uidgen is preloaded. */
 LeaseTable *lease_table();
+
+/*
+ * Joining (docs/design.md, section 8.6).  A worker claimed without a
+ * registry keeps the count it saw at its claim, and issues no unit beyond
+ * the reservation once the count has moved: a database's join raises it
+ * before it reads the reservation its floor starts above.  0 without a
+ * lease table (not preloaded: no registry either).
+ */
+uint64_t joins_so_far();
+void count_join();
+
+/*
+ * Whether the agent works for a registry: its view of uidgen.registry, which
+ * a session that has not processed the reload yet does not share.
+ */
+bool server_has_registry();
 
 /* Milliseconds of CLOCK_MONOTONIC, the same in every process of the machine. */
 int64_t monotonic_ms();

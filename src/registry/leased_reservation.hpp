@@ -28,7 +28,24 @@ namespace Recheck {
 constexpr uint8_t table_invalidated = 1;	/* a relcache invalidation of the worker table */
 constexpr uint8_t registry_changed = 2;		/* uidgen.registry was set, changed or unset */
 constexpr uint8_t lease_ended = 4;			/* the worker's lease ran out or was lost */
+constexpr uint8_t joined = 8;				/* claimed without a registry, and a database joined one */
 } // namespace Recheck
+
+/*
+ * The error of a worker claimed without a registry, once a database of the
+ * server joined one: it issues nothing beyond the reservation the join's
+ * floor starts above.  Class 08, as the end of a lease: the session claims
+ * again, from the registry.
+ */
+[[noreturn]] inline void
+throw_joined(int64_t worker)
+{
+	throw Error(ErrorKind::ConnectionFailure,
+				"uidgen worker " + std::to_string(worker) + " was claimed before this server joined a registry",
+				"A database of this server joined the registry named by uidgen.registry; workers of the "
+				"database's own numbering stop at the time reservation the join started above.",
+				"The next command claims a worker from the registry.");
+}
 
 /* The error of a worker whose lease ended: class 08, as any failure of the registry. */
 [[noreturn]] inline void
@@ -49,16 +66,26 @@ public:
 	 * in recheck, so that the hot path, which looks at it anyway, needs no
 	 * test of its own.
 	 */
-	LeasedReservation(const Layout &layout, int64_t worker, bool leased, uint8_t &recheck)
-		: database_(layout), layout_(layout), worker_(worker), leased_(leased), recheck_(recheck)
+	LeasedReservation(const Layout &layout, int64_t worker, bool leased, uint64_t joins_seen, uint8_t &recheck)
+		: database_(layout), layout_(layout), worker_(worker), leased_(leased), joins_seen_(joins_seen),
+		  recheck_(recheck)
 	{
 	}
 
 	int64_t extend(int64_t delta) override
 	{
 		if (!leased_)
-			return database_.extend(delta);
-
+		{
+			/*
+			 * Before and after the reservation is read: a join that counts
+			 * after the second look reads a reservation at least as high as
+			 * the one extended to here (lease_table.hpp, joins_so_far()).
+			 */
+			refuse_if_joined();
+			int64_t covered = database_.extend(delta);
+			refuse_if_joined();
+			return covered;
+		}
 		std::optional<int64_t> cap = lease_cap_delta(worker_, layout_);
 		if (!cap || *cap < delta)
 		{
@@ -70,13 +97,24 @@ public:
 	}
 
 	bool leased() const { return leased_; }
+	uint64_t joins_seen() const { return joins_seen_; }
 	bool lost() const { return lost_; }
 
 private:
+	void refuse_if_joined()
+	{
+		if (joins_so_far() == joins_seen_)
+			return;
+		lost_ = true;
+		recheck_ |= Recheck::joined;
+		throw_joined(worker_);
+	}
+
 	DatabaseReservation database_;
 	Layout layout_;
 	int64_t worker_;
 	bool leased_;
+	uint64_t joins_seen_;
 	uint8_t &recheck_;
 	bool lost_ = false;
 };

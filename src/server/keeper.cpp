@@ -134,6 +134,18 @@ within_leases(SharedGenerator *g, const Layout &layout, int64_t covered)
 	return covered;
 }
 
+/*
+ * A keeper whose workers came without a registry publishes nothing more
+ * once a database of the server has joined one: their numbers may be
+ * granted elsewhere, and the join's floor is above the reservation it read
+ * (lease_table.hpp, joins_so_far()).
+ */
+bool
+joined_since_claim()
+{
+	return !registration->leased && joins_so_far() != registration->joins_seen;
+}
+
 /* Keeps the reservation ahead of the cursor and of the clock. */
 void
 raise_reservation(SharedGenerator *g, const Layout &layout)
@@ -147,10 +159,13 @@ raise_reservation(SharedGenerator *g, const Layout &layout)
 	if (needed <= g->reserved_until.load())
 		return;
 
+	if (joined_since_claim())
+		return;
 	DatabaseReservation reservation(layout);
 	int64_t covered = within_leases(g, layout, reservation.extend(std::min(needed, layout.max_delta())));
 
-	if (covered <= g->reserved_until.load())
+	/* Looked at again after the read, as LeasedReservation does. */
+	if (covered <= g->reserved_until.load() || joined_since_claim())
 		return;
 	g->reserved_until.store(covered);
 	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
@@ -256,6 +271,9 @@ run_keeper(SharedGenerator *g)
 								reservation.extend(std::min(first + units_of_ms(registration->layout, raise_ahead_ms),
 															registration->layout.max_delta())));
 	});
+	/* A join since the claim: the next keeper claims from the registry. */
+	if (joined_since_claim())
+		return;
 	/* Committed above: the claim is durable before any ID is issued under it. */
 	publish(g, *registration, covered);
 
@@ -276,7 +294,7 @@ run_keeper(SharedGenerator *g)
 			raise_reservation(g, registration->layout);
 			claim_private_worker(g);
 		});
-		if (!unchanged)
+		if (!unchanged || joined_since_claim())
 		{
 			ereport(LOG, (errmsg("uidgen keeper: the extension was dropped or replaced, or uidgen.registry changed; leaving")));
 			return;

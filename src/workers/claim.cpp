@@ -65,9 +65,22 @@ release_held_workers(Oid worker_table)
 Registration
 claim_new_worker()
 {
-	Registration r = with_spi(Rights::Owner, [] {
+	/* Before anything else: a database's join after this stops a worker claimed without a registry. */
+	uint64_t joins = joins_so_far();
+	Registration r = with_spi(Rights::Owner, [joins] {
 		Oid relid = worker_table_relid();
 		bool leased = registry_configured();
+
+		/*
+		 * A worker of the database's own numbering, once the server works
+		 * for a registry, could be one the registry grants elsewhere.
+		 */
+		if (!leased && server_has_registry())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot claim a uidgen worker without the registry this server now uses"),
+					 errdetail("uidgen.registry was set by a reload that this session has not processed yet."),
+					 errhint("Run the command again: the next command processes the reload.")));
 
 		/* Before the lock below: adopting the registry's layout locks uidgen.config exclusively. */
 		if (leased)
@@ -86,7 +99,7 @@ claim_new_worker()
 		Claim claim = leased ? claim_granted_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse)
 							 : claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
 		write_claim(claim.worker, origin.identity);
-		return Registration{relid, layout, claim, leased};
+		return Registration{relid, layout, claim, leased, joins};
 	});
 
 	start_issuing(r.relid, r.claim.worker);

@@ -22,6 +22,7 @@ struct Registration
 	Layout layout;
 	Claim claim;
 	bool leased;	/* from a block of the registry's (uidgen.registry) */
+	uint64_t joins_seen;	/* joins_so_far() before the claim (lease_table.hpp) */
 };
 
 /* Claims a worker as a registering backend does; inside a transaction. */

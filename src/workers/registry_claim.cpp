@@ -108,10 +108,10 @@ claim_granted_worker(const Layout &layout, const char *identity, Oid worker_tabl
 
 /*
  * The database's join floor, joining now if it has not joined this
- * registry yet: every ID it issued before is at or below the floor (the
- * time reservation covers them, and the borrowing bound what sessions that
- * have not seen the reload yet may still issue), and every worker it claims
- * from the registry's blocks starts above it.  Its old workers are retired.
+ * registry yet: every ID it issued, or will issue, under a worker claimed
+ * without a registry is at or below the floor (the time reservation covers
+ * them, and such workers stop at it), and every worker it claims from the
+ * registry's blocks starts above it.  Its old workers are retired.
  */
 int64_t
 join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t borrow_units)
@@ -130,11 +130,18 @@ join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t bo
 				Visibility::Latest, SPI_OK_SELECT) == 1)
 		return spi_int64(0, 0);
 
+	/*
+	 * First the count, then the reservation, once no raise is under way:
+	 * a worker claimed without a registry extends no further than what
+	 * is read here (lease_table.hpp, joins_so_far()), even in a statement
+	 * that runs across the reload.
+	 */
+	count_join();
+	int64_t reserved = settled_reserved_until().value_or(Generator::no_floor);
 	spi_run("SELECT coalesce(max(last_time), -1), count(*) FROM uidgen.worker_node", 0, nullptr, nullptr,
 			Visibility::Latest, SPI_OK_SELECT);
 	int64_t last_time = spi_int64(0, 0);
 	bool ever_issued = spi_int64(0, 1) > 0;
-	int64_t reserved = reserved_until().value_or(Generator::no_floor);
 	/*
 	 * A database that never registered a worker has nothing to stay above:
 	 * a transaction that stored an ID committed its worker's claim too.  (Its
