@@ -154,6 +154,7 @@ mapfile -t tap_files < <(jobs_longest_first test/t/*.pl)
 log "running the tests, ${TEST_JOBS:-6} jobs at a time; each line is a job that ended"
 selected layering && jobs_start layering "" job_check scripts/check-layering.sh
 selected meta && jobs_start meta "" job_check "make -s check-meta"
+selected boundary && jobs_start boundary "" job_check "perl scripts/check-boundary.pl"
 selected unit && jobs_start unit "" job_unit
 selected regress && jobs_start regress "" job_regress regress
 selected isolation && jobs_start isolation "" job_regress isolation

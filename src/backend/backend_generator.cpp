@@ -54,6 +54,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <type_traits>
 
 /* PostgreSQL calls these through pointers: C linkage (defined at the end). */
 extern "C" {
@@ -118,6 +119,7 @@ private:
 	Stage stage_ = Stage::Unwritten;
 	SubTransactionId pending_in_ = InvalidSubTransactionId;
 };
+static_assert(std::is_trivially_destructible_v<ClaimState>);
 
 /* The worker this backend issues under, and everything that decides whether it may. */
 struct IssuingWorker
@@ -157,6 +159,7 @@ struct IssuingWorker
 	ClaimState claim;
 	bool locks_lost = false;		 /* a session lock could not be taken back */
 };
+static_assert(std::is_trivially_destructible_v<IssuingWorker>);
 
 struct BackendState
 {
@@ -166,6 +169,7 @@ struct BackendState
 	std::optional<Scope> scope;
 	bool exit_callbacks_registered = false;
 };
+static_assert(std::is_trivially_destructible_v<BackendState>);
 
 BackendState state;
 

@@ -11,14 +11,13 @@
 
 #include <cstdint>
 #include <vector>
+#include <type_traits>
 
 namespace uidgen {
 
 class Clock
 {
 public:
-	virtual ~Clock() = default;
-
 	/* Wall-clock time: Unix milliseconds. */
 	virtual int64_t now_ms() = 0;
 
@@ -27,6 +26,15 @@ public:
 	 * read the time again and decide whether to wait more.
 	 */
 	virtual void sleep_ms(int64_t ms) = 0;
+
+protected:
+	/*
+	 * Not virtual, and protected so that no clock is deleted through this
+	 * type: a clock without members of its own is then trivially
+	 * destructible, as everything a PostgreSQL error may longjmp over must be
+	 * (docs/design.md section 6).
+	 */
+	~Clock() = default;
 };
 
 /* Sleeps on clock until it reads target_ms or later; whatever sleep_ms throws passes through. */
@@ -39,6 +47,7 @@ public:
 	int64_t now_ms() override;
 	void sleep_ms(int64_t ms) override;
 };
+static_assert(std::is_trivially_destructible_v<SystemClock>);
 
 /* A clock that moves only when told to, or when slept on; for tests. */
 class ManualClock : public Clock

@@ -24,6 +24,7 @@
 #include "core/reservation.hpp"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace uidgen {
 
@@ -38,6 +39,7 @@ struct GeneratorLimits
 	int64_t max_borrow_ms = 10000;
 	int64_t max_backwards_wait_ms = 1000;
 };
+static_assert(std::is_trivially_destructible_v<GeneratorLimits>);
 
 /* Throws the Error(LimitExceeded) that says when the layout's time ran out. */
 [[noreturn]] void throw_time_exhausted(const Layout &layout);
@@ -92,5 +94,6 @@ private:
 	int64_t sequence_;
 	int64_t reserved_;
 };
+static_assert(std::is_trivially_destructible_v<Generator>);
 
 } // namespace uidgen

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 namespace uidgen {
@@ -204,6 +205,16 @@ Layout::describe() const
 {
 	return std::to_string(time_bits_) + "/" + std::to_string(worker_bits_) + "/" + std::to_string(seq_bits_) +
 		   " " + time_unit_name(unit_) + "s since " + format_utc(epoch_ms_);
+}
+
+Layout::Text
+Layout::describe_text() const
+{
+	Text out{};
+	std::string text = describe();
+
+	std::strncpy(out.text, text.c_str(), sizeof(out.text) - 1);
+	return out;
 }
 
 std::string

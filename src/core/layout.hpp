@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace uidgen {
 
@@ -131,6 +132,13 @@ public:
 	/* e.g. "41/13/9 milliseconds since 2026-01-01 00:00:00 UTC" */
 	std::string describe() const;
 
+	/* describe() in a plain buffer, for code that PostgreSQL errors may longjmp over. */
+	struct Text
+	{
+		char text[128];
+	};
+	Text describe_text() const;
+
 private:
 	int64_t delta_in_range(int64_t unix_ms) const;
 
@@ -149,5 +157,15 @@ private:
 
 /* "2026-01-01 00:00:00.000 UTC"; for messages. */
 std::string format_utc(int64_t unix_ms);
+
+/*
+ * Everything the code outside src/core keeps in its frames must be
+ * trivially destructible: a PostgreSQL error longjmps over them
+ * (docs/design.md section 6; scripts/check-boundary.pl checks that each
+ * type has its assertion).
+ */
+static_assert(std::is_trivially_destructible_v<Layout>);
+static_assert(std::is_trivially_destructible_v<Layout::Text>);
+static_assert(std::is_trivially_destructible_v<UidFields>);
 
 } // namespace uidgen

@@ -20,14 +20,16 @@ namespace uidgen {
 class TimeReservation
 {
 public:
-	virtual ~TimeReservation() = default;
-
 	/*
 	 * Makes every unit up to at least delta durably reserved and returns the
 	 * last unit now covered (>= delta).  May throw; then nothing is covered
 	 * beyond what was before.
 	 */
 	virtual int64_t extend(int64_t delta) = 0;
+
+protected:
+	/* As Clock's: not virtual, so that a reservation without members of its own is trivially destructible. */
+	~TimeReservation() = default;
 };
 
 /* Reserves what it is asked plus a fixed window, and records each request; for tests. */

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 namespace uidgen {
 
@@ -39,6 +40,7 @@ struct CursorChunk
 	uint64_t first;
 	uint64_t end;
 };
+static_assert(std::is_trivially_destructible_v<CursorChunk>);
 
 /* Converts between a layout's words, units and IDs. */
 class CursorWords
@@ -66,6 +68,7 @@ public:
 private:
 	Layout layout_;
 };
+static_assert(std::is_trivially_destructible_v<CursorWords>);
 
 /*
  * Takes n (>= 1) consecutive words at or after min_word; nullopt when the
@@ -155,5 +158,6 @@ private:
 	uint64_t size_ = 1;
 	int64_t taken_at_ = 0;
 };
+static_assert(std::is_trivially_destructible_v<ChunkCache>);
 
 } // namespace uidgen

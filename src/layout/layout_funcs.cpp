@@ -247,27 +247,21 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch)
 
 	if (layout != current)
 	{
-		/* A plain buffer: no std::string may be alive when ereport jumps. */
-		char current_text[256];
-		{
-			std::string description = current.describe();
-
-			strlcpy(current_text, description.c_str(), sizeof(current_text));
-		}
+		Layout::Text current_text = current.describe_text();
 
 		if (layout_is_in_use())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("cannot change the layout once workers have registered"),
 					 errdetail("IDs issued in this database decode only under layout %s.",
-							   current_text),
+							   current_text.text),
 					 errhint("Choose the layout before the first uid_next(); a new layout needs a new database.")));
 		/* Its members issue under it from their first lease on (docs/design.md, section 8.4). */
 		if (registry_has_leased())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("cannot change the layout of a uidgen registry that has leased worker blocks"),
-					 errdetail("Its members issue IDs under layout %s.", current_text),
+					 errdetail("Its members issue IDs under layout %s.", current_text.text),
 					 errhint("Choose a fleet's layout before its registry leases its first block; another "
 							 "layout needs a new registry.")));
 		refuse_if_decoders_have_dependents();

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 namespace uidgen::pg {
 
@@ -36,6 +37,7 @@ public:
 private:
 	int64_t window_units_;
 };
+static_assert(std::is_trivially_destructible_v<DatabaseReservation>);
 
 /*
  * The mark as it stands, inside an SPI connection; nullopt when the

@@ -14,6 +14,7 @@ extern "C" {
 
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 namespace uidgen::pg {
 
@@ -31,6 +32,7 @@ struct SavedError
 	char detail[1024];
 	char hint[1024];
 };
+static_assert(std::is_trivially_destructible_v<SavedError>);
 
 SavedError saved;
 

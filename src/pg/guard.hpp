@@ -72,6 +72,7 @@ struct ErrorStackState
 	ErrorContextCallback *context_stack;
 	MemoryContext memory_context;
 };
+static_assert(std::is_trivially_destructible_v<ErrorStackState>);
 [[noreturn]] void throw_caught_pg_error(const ErrorStackState &saved);
 
 inline void

@@ -6,6 +6,8 @@
 
 #include "core/clock.hpp"
 
+#include <type_traits>
+
 namespace uidgen::pg {
 
 /*
@@ -18,6 +20,7 @@ class PgClock final : public SystemClock
 public:
 	void sleep_ms(int64_t ms) override;
 };
+static_assert(std::is_trivially_destructible_v<PgClock>);
 
 /* The one clock of the backend; a plain object, no initialisation guard on the hot path. */
 extern PgClock the_backend_clock;

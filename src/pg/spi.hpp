@@ -59,6 +59,7 @@ struct OwnerContext
 	int saved_security_context;
 	int guc_nest_level;
 };
+static_assert(std::is_trivially_destructible_v<OwnerContext>);
 void begin_as_owner(OwnerContext *context);
 void end_as_owner(const OwnerContext *context);
 

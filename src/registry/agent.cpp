@@ -34,6 +34,8 @@ extern "C" {
 #include "utils/memutils.h"
 #include "utils/uuid.h"
 #include "utils/wait_event.h"
+
+#include <type_traits>
 }
 
 extern "C" {
@@ -335,6 +337,7 @@ struct Identity
 	char port[16];
 	char *databases;			/* a text[] literal, palloc'd */
 };
+static_assert(std::is_trivially_destructible_v<Identity>);
 
 Identity
 identity_of(LeaseTable *state)

@@ -26,6 +26,7 @@ extern "C" {
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 namespace uidgen::pg {
 
@@ -61,6 +62,7 @@ struct RegistryRules
 
 	Layout layout() const;
 };
+static_assert(std::is_trivially_destructible_v<RegistryRules>);
 
 constexpr int max_leased_blocks = 64;
 constexpr int max_grants = 4096;
@@ -77,6 +79,7 @@ struct LeasedBlock
 	int64_t deadline_mono_ms;	/* the lease, on the monotonic clock */
 	int64_t next_worker;		/* the first not granted yet */
 };
+static_assert(std::is_trivially_destructible_v<LeasedBlock>);
 
 /* A worker of this server life's blocks, and the database it went to. */
 struct Grant
@@ -87,6 +90,7 @@ struct Grant
 	bool reported;				/* the registry knows (for uid_origin()) */
 	int64_t issued_until;		/* the last unit its holders issued, noted at their exit */
 };
+static_assert(std::is_trivially_destructible_v<Grant>);
 
 struct LeaseTable
 {
@@ -113,6 +117,7 @@ struct LeaseTable
 	 */
 	std::atomic<uint64_t> joins;
 };
+static_assert(std::is_trivially_destructible_v<LeaseTable>);
 
 /*
  * Attaches (and at the first attach, initializes) the lease table in the
@@ -154,6 +159,7 @@ struct GrantedWorker
 	int64_t worker;
 	int64_t floor_delta;
 };
+static_assert(std::is_trivially_destructible_v<GrantedWorker>);
 GrantedWorker take_granted_worker(Oid database, const char *database_name, int timeout_ms);
 
 /*

@@ -19,7 +19,8 @@
 #include "registry/lease_table.hpp"
 
 #include <algorithm>
-#include <string>
+#include <cstdio>
+#include <type_traits>
 
 namespace uidgen::pg {
 
@@ -40,8 +41,11 @@ constexpr uint8_t joined = 8;				/* claimed without a registry, and a database j
 [[noreturn]] inline void
 throw_joined(int64_t worker)
 {
-	throw Error(ErrorKind::ConnectionFailure,
-				"uidgen worker " + std::to_string(worker) + " was claimed before this server joined a registry",
+	char message[128];
+
+	snprintf(message, sizeof(message), "uidgen worker %lld was claimed before this server joined a registry",
+			 static_cast<long long>(worker));
+	throw Error(ErrorKind::ConnectionFailure, message,
 				"A database of this server joined the registry named by uidgen.registry; workers of the "
 				"database's own numbering stop at the time reservation the join started above.",
 				"The next command claims a worker from the registry.");
@@ -51,8 +55,11 @@ throw_joined(int64_t worker)
 [[noreturn]] inline void
 throw_lease_ended(int64_t worker)
 {
-	throw Error(ErrorKind::ConnectionFailure,
-				"the registry's lease of uidgen worker " + std::to_string(worker) + " has run out",
+	char message[128];
+
+	snprintf(message, sizeof(message), "the registry's lease of uidgen worker %lld has run out",
+			 static_cast<long long>(worker));
+	throw Error(ErrorKind::ConnectionFailure, message,
 				"The server's registry agent could not renew it in time (see uidgen.registry_status).",
 				"The next uid_next() claims a worker from a block the server still holds.");
 }
@@ -118,5 +125,6 @@ private:
 	uint8_t &recheck_;
 	bool lost_ = false;
 };
+static_assert(std::is_trivially_destructible_v<LeasedReservation>);
 
 } // namespace uidgen::pg

@@ -19,6 +19,8 @@ extern "C" {
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 #include "utils/uuid.h"
+
+#include <type_traits>
 }
 
 using namespace uidgen;
@@ -54,6 +56,7 @@ struct LeaseTableSnapshot
 	LeasedBlock blocks[max_leased_blocks];
 	int granted[max_leased_blocks];
 };
+static_assert(std::is_trivially_destructible_v<LeaseTableSnapshot>);
 
 void
 take_snapshot(const LeaseTable *state, LeaseTableSnapshot *s)

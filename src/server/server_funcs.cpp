@@ -16,6 +16,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <type_traits>
 
 using namespace uidgen;
 using namespace uidgen::pg;
@@ -37,6 +38,7 @@ struct GeneratorFigures
 	int private_workers;
 	Layout layout;
 };
+static_assert(std::is_trivially_destructible_v<GeneratorFigures>);
 
 std::optional<GeneratorFigures>
 snapshot_of_this_database()

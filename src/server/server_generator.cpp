@@ -22,6 +22,7 @@ extern "C" {
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 extern "C" {
 static void uidgen_give_back_at_exit(int code, Datum arg);
@@ -70,6 +71,7 @@ public:
 private:
 	Source &source_;
 };
+static_assert(std::is_trivially_destructible_v<SharedReservation>);
 
 /* A worker the keeper lent this backend: a generator of its own, as in 1.0. */
 struct BorrowedWorker
@@ -85,6 +87,7 @@ struct BorrowedWorker
 	SharedReservation reservation;
 	Generator generator;
 };
+static_assert(std::is_trivially_destructible_v<BorrowedWorker>);
 
 /* The generator this backend issues from: one generation of one keeper. */
 struct Source
@@ -104,6 +107,7 @@ struct Source
 	int pressure = 0;
 	std::optional<BorrowedWorker> borrowed;
 };
+static_assert(std::is_trivially_destructible_v<Source>);
 
 struct ServerState
 {
@@ -112,6 +116,7 @@ struct ServerState
 	int64_t last_delta = Generator::no_floor;
 	bool give_back_at_exit_registered = false;
 };
+static_assert(std::is_trivially_destructible_v<ServerState>);
 
 ServerState server;
 

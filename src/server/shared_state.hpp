@@ -59,6 +59,7 @@ struct PrivateWorker
 	int64_t floor_delta;	/* the last unit issued under it; the next borrower starts after it */
 	int borrower_pid;		/* 0: free */
 };
+static_assert(std::is_trivially_destructible_v<PrivateWorker>);
 
 /*
  * Everything of one database.  The mutex guards every scalar that is not
@@ -101,6 +102,7 @@ struct SharedGenerator
 	std::atomic<uint64_t> dropped;
 	std::atomic<uint64_t> waits;
 };
+static_assert(std::is_trivially_destructible_v<SharedGenerator>);
 
 static_assert(std::is_trivially_copyable_v<Layout>, "a Layout is copied in and out of shared memory");
 
@@ -120,6 +122,7 @@ struct SharedState
 	LWLock slots_lock;		/* guards each slot's database */
 	SharedGenerator generators[max_shared_generators];
 };
+static_assert(std::is_trivially_destructible_v<SharedState>);
 
 /*
  * Preloaded (shared_preload_libraries), the state lives in the main shared

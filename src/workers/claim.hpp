@@ -11,6 +11,8 @@
 
 extern "C" {
 #include "postgres.h"
+
+#include <type_traits>
 }
 
 namespace uidgen::pg {
@@ -24,6 +26,7 @@ struct Registration
 	bool leased;	/* from a block of the registry's (uidgen.registry) */
 	uint64_t joins_seen;	/* joins_so_far() before the claim (lease_table.hpp) */
 };
+static_assert(std::is_trivially_destructible_v<Registration>);
 
 /* Claims a worker as a registering backend does; inside a transaction. */
 Registration claim_new_worker();

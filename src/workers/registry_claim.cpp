@@ -188,20 +188,14 @@ adopt_registry_layout()
 		return;
 	if (layout_is_in_use())
 	{
-		char here[256];
-		char there[256];
-		{
-			std::string a = current.describe();
-			std::string b = fleet.describe();
-
-			strlcpy(here, a.c_str(), sizeof(here));
-			strlcpy(there, b.c_str(), sizeof(there));
-		}
+		Layout::Text here = current.describe_text();
+		Layout::Text there = fleet.describe_text();
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the layout of database \"%s\" differs from its uidgen registry's",
 						get_database_name(MyDatabaseId)),
-				 errdetail("This database issued IDs under layout %s; the registry's is %s.", here, there),
+				 errdetail("This database issued IDs under layout %s; the registry's is %s.", here.text,
+						   there.text),
 				 errhint("A database joins a registry with the registry's layout: set uidgen.registry only for "
 						 "databases that use it, or configure the registry with this layout.")));
 	}

@@ -29,6 +29,7 @@ extern "C" {
 }
 
 #include <cstdint>
+#include <type_traits>
 
 namespace uidgen::pg {
 
@@ -47,6 +48,7 @@ struct HeldWorker
 	WorkerUse use;
 	int64_t last_delta;	/* Retired: the last time unit issued under it */
 };
+static_assert(std::is_trivially_destructible_v<HeldWorker>);
 
 /* Takes both locks or neither, never waiting; on success the worker is a Candidate. */
 bool try_lock_worker(Oid worker_table, int64_t worker);

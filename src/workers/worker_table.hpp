@@ -15,6 +15,7 @@ extern "C" {
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 namespace uidgen::pg {
 
@@ -23,6 +24,7 @@ struct Claim
 	int64_t worker;
 	int64_t floor_delta;	/* the generator starts after it */
 };
+static_assert(std::is_trivially_destructible_v<Claim>);
 
 /*
  * Where a registration stands: this database's identity, and whether the
@@ -34,6 +36,7 @@ struct DatabaseOrigin
 	const char *identity;	/* uidgen.database_identity() */
 	bool is_copy;			/* uidgen.config.origin differs from it */
 };
+static_assert(std::is_trivially_destructible_v<DatabaseOrigin>);
 
 /* Compares uidgen.config.origin with this database. */
 DatabaseOrigin database_origin(const char *config_origin);
