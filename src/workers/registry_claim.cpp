@@ -65,10 +65,11 @@ RegistryRules
 await_registry_rules()
 {
 	int64_t until = monotonic_ms() + agent_wait_ms;
+	uint64 since = agent_attempts();
 	std::optional<RegistryRules> rules;
 
 	while (!(rules = registry_rules()))
-		wait_for_agent(until, "could not read the registry's layout");
+		wait_for_agent(until, since, "could not read the registry's layout");
 	return *rules;
 }
 
