@@ -11,8 +11,8 @@
  *	  them commits; a rolled-back subtransaction that wrote it undoes it;
  *	- PREPARE TRANSACTION is refused while the claim is written but not yet
  *	  committed, because the prepared transaction would keep the claim row
- *	  locked and undecided while the backend goes on issuing IDs (except for
- *	  a worker from a registry's block, which does not rest on the row);
+ *	  locked and undecided while the backend goes on issuing IDs, and its
+ *	  exit release would have to wait for it; with a registry as without;
  *	- every top-level transaction end takes back the session locks that an
  *	  abort, DISCARD ALL or pg_advisory_unlock_all() released (worker_lock.hpp);
  *	- at exit, a transaction of its own marks the worker released with the
@@ -312,14 +312,12 @@ backend_at_xact_event(XactEvent event)
 	{
 		case XACT_EVENT_PRE_PREPARE:
 			/*
-			 * A worker from a registry's block is this session's by the
-			 * server's grant and its session locks, whatever becomes of the
-			 * row.  So its claim may go into a prepared transaction (a Citus
-			 * shard's, say) and is not written again, which would wait for
-			 * that transaction.  Reuse starts above what the holder noted at
-			 * its exit (lease_table.hpp), whatever the row says.
+			 * Under a registry as without one: a prepared transaction would
+			 * keep the claim row (and a database's membership row) undecided
+			 * while the session goes on, and an exit release would find it
+			 * so.
 			 */
-			if (issuing->claim.pending() && !issuing->reservation.leased())
+			if (issuing->claim.pending())
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot PREPARE a transaction that registered a uidgen worker"),
@@ -344,10 +342,8 @@ backend_at_xact_event(XactEvent event)
 			issuing->claim.at_abort();
 			break;
 		case XACT_EVENT_PREPARE:
-			if (issuing->reservation.leased())
-				issuing->claim.at_commit();
-			else
-				issuing->claim.at_abort();
+			/* A pending claim was refused above: nothing to forget. */
+			issuing->claim.at_abort();
 			break;
 		default:
 			break;

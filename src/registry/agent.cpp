@@ -10,6 +10,14 @@
  * database each worker went to.  Backends see the result in shared memory
  * (lease_table.hpp).  Nothing here throws: the code is C-like, and a failure is
  * recorded for the backends that wait, then retried.
+ *
+ * libpq is used without blocking: every wait for the registry is a
+ * WaitLatchOrSocket() bounded by a timeout, in which SIGTERM (a fast
+ * shutdown) and the postmaster's death are noticed, so that a registry that
+ * stops answering never holds up this server.  Every reply is checked (rows,
+ * columns, NULLs, integers parsed strictly, values in range) before it is
+ * used: anything else is a protocol violation (08P01), recorded like any
+ * other failure.
  */
 #include "registry/agent.hpp"
 
@@ -49,6 +57,17 @@ namespace {
 
 /* How often the agent looks at its blocks, and retries after a failure. */
 constexpr long tick_ms = 1000;
+
+/*
+ * How long connecting, and each call, may take: the registry's own
+ * statement_timeout (5 s, set at connection) ends a slow call first; these
+ * bound a registry that does not answer at all.
+ */
+constexpr int64_t connect_timeout_ms = 5000;
+constexpr int64_t call_timeout_ms = 10000;
+
+/* The attempt this round is (LeaseTable::attempts), for the status it sets. */
+uint64 current_attempt = 0;
 
 PGconn *conn = nullptr;
 /* The uidgen.registry value conn was opened with. */
@@ -99,6 +118,7 @@ set_status(AgentStatus status, int sqlstate, const char *error)
 
 	SpinLockAcquire(&state->mutex);
 	state->status = status;
+	state->status_attempt = current_attempt;
 	state->error_sqlstate = sqlstate;
 	strlcpy(state->error, error != nullptr ? error : "", sizeof(state->error));
 	SpinLockRelease(&state->mutex);
@@ -135,7 +155,11 @@ forget_blocks()
 	ConditionVariableBroadcast(&state->changed);
 }
 
-/* The connection string with its password left out, for messages and the view. */
+/*
+ * The connection string without the options libpq marks secret (dispchar
+ * "*": password, sslpassword, and whatever a later libpq adds), for
+ * messages, the views and uidgen.membership.
+ */
 void
 describe_registry(const char *conninfo, char *out, size_t size)
 {
@@ -153,7 +177,7 @@ describe_registry(const char *conninfo, char *out, size_t size)
 	initStringInfo(&text);
 	for (PQconninfoOption *o = options; o->keyword != nullptr; o++)
 	{
-		if (o->val == nullptr || o->val[0] == '\0' || strcmp(o->keyword, "password") == 0)
+		if (o->val == nullptr || o->val[0] == '\0' || (o->dispchar != nullptr && o->dispchar[0] == '*'))
 			continue;
 		appendStringInfo(&text, "%s%s=%s", text.len > 0 ? " " : "", o->keyword, o->val);
 	}
@@ -170,26 +194,90 @@ disconnect()
 	conn = nullptr;
 }
 
+/*
+ * Waits until conn's socket is ready for events (WL_SOCKET_*), or deadline
+ * (monotonic) passes: false then.  Interrupts are served: SIGTERM ends the
+ * agent here (die() and CHECK_FOR_INTERRUPTS), whatever the registry does.
+ */
+bool
+wait_for_socket(int events, int64_t deadline)
+{
+	for (;;)
+	{
+		int64_t left = deadline - monotonic_ms();
+
+		CHECK_FOR_INTERRUPTS();
+		if (left <= 0)
+			return false;
+		int rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | events, PQsocket(conn),
+								   left, PG_WAIT_EXTENSION);
+
+		if (rc & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		if (rc & (WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE))
+			return true;
+	}
+}
+
+void
+connect_failed(const char *reason)
+{
+	char message[error_text_size];
+
+	snprintf(message, sizeof(message), "could not connect: %s", reason);
+	disconnect();
+	set_status(AgentStatus::Failed, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, message);
+}
+
+/* Connects without blocking, within connect_timeout_ms. */
 bool
 connect_to_registry()
 {
 	/* Earlier keywords give way to the connection string's, later ones win over it. */
 	const char *keywords[] = {"connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count",
-							  "dbname", "application_name", "options", nullptr};
-	const char *values[] = {"5", "10", "5", "3", registry_setting, "uidgen registry agent",
+							  "tcp_user_timeout", "dbname", "application_name", "options", nullptr};
+	const char *values[] = {"5", "10", "5", "3", "15000", registry_setting, "uidgen registry agent",
 							"-c statement_timeout=5000 -c lock_timeout=2000 "
 							"-c idle_in_transaction_session_timeout=10000 -c search_path=pg_catalog",
 							nullptr};
+	int64_t deadline = monotonic_ms() + connect_timeout_ms;
 
 	set_status(AgentStatus::Connecting, 0, nullptr);
-	conn = PQconnectdbParams(keywords, values, 1);
-	if (PQstatus(conn) != CONNECTION_OK)
+	conn = PQconnectStartParams(keywords, values, 1);
+	if (conn == nullptr)
 	{
-		char message[error_text_size];
+		connect_failed("out of memory");
+		return false;
+	}
+	if (PQstatus(conn) == CONNECTION_BAD)
+	{
+		connect_failed(PQerrorMessage(conn));
+		return false;
+	}
+	/* As PQconnectPoll() asks: first wait until the socket is writable. */
+	PostgresPollingStatusType polled = PGRES_POLLING_WRITING;
+	for (;;)
+	{
+		if (polled == PGRES_POLLING_OK)
+			break;
+		if (polled == PGRES_POLLING_FAILED)
+		{
+			connect_failed(PQerrorMessage(conn));
+			return false;
+		}
+		if (!wait_for_socket(polled == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE, deadline))
+		{
+			char reason[64];
 
-		snprintf(message, sizeof(message), "could not connect: %s", PQerrorMessage(conn));
-		disconnect();
-		set_status(AgentStatus::Failed, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, message);
+			snprintf(reason, sizeof(reason), "no answer within %lld ms", static_cast<long long>(connect_timeout_ms));
+			connect_failed(reason);
+			return false;
+		}
+		polled = PQconnectPoll(conn);
+	}
+	if (PQsetnonblocking(conn, 1) != 0)
+	{
+		connect_failed(PQerrorMessage(conn));
 		return false;
 	}
 	return true;
@@ -220,6 +308,8 @@ record_failure(PGresult *result, const char *what)
 				 what);
 	else if (sqlstate != nullptr && strcmp(sqlstate, "3F000") == 0)
 		snprintf(message, sizeof(message), "%s: the registry database has no uidgen extension", what);
+	else if (result == nullptr || PQresultStatus(result) == PGRES_TUPLES_OK)
+		snprintf(message, sizeof(message), "%s: %s", what, PQerrorMessage(conn));
 	else
 		snprintf(message, sizeof(message), "%s: %s", what,
 				 primary != nullptr ? primary : PQerrorMessage(conn));
@@ -228,12 +318,85 @@ record_failure(PGresult *result, const char *what)
 	set_status(AgentStatus::Failed, code, message);
 }
 
-/* Runs a query of params; the result, or nullptr after recording the failure. */
+/* A call that got no answer in time: the connection is dropped, its state unknown. */
+void
+record_timeout(const char *what)
+{
+	char message[error_text_size];
+
+	snprintf(message, sizeof(message), "%s: no answer from the registry within %lld ms", what,
+			 static_cast<long long>(call_timeout_ms));
+	disconnect();
+	set_status(AgentStatus::Failed, ERRCODE_CONNECTION_FAILURE, message);
+}
+
+/*
+ * Runs a query of params without blocking, within call_timeout_ms; the
+ * result, or nullptr after recording the failure.  As libpq-be-fe-helpers.h
+ * does from PostgreSQL 16 on, which 15 lacks.
+ */
 PGresult *
 call(const char *what, const char *sql, int nparams, const char *const *params)
 {
-	PGresult *result = PQexecParams(conn, sql, nparams, nullptr, params, nullptr, nullptr, 0);
+	int64_t deadline = monotonic_ms() + call_timeout_ms;
+	PGresult *result = nullptr;
 
+	if (!PQsendQueryParams(conn, sql, nparams, nullptr, params, nullptr, nullptr, 0))
+	{
+		record_failure(nullptr, what);
+		return nullptr;
+	}
+	/* Sent in full first; the registry's answer may arrive meanwhile. */
+	for (;;)
+	{
+		int flushed = PQflush(conn);
+
+		if (flushed == 0)
+			break;
+		if (flushed < 0)
+		{
+			record_failure(nullptr, what);
+			return nullptr;
+		}
+		if (!wait_for_socket(WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE, deadline))
+		{
+			record_timeout(what);
+			return nullptr;
+		}
+		if (!PQconsumeInput(conn))
+		{
+			record_failure(nullptr, what);
+			return nullptr;
+		}
+	}
+	/* Every result of the query: the last one tells how it ended. */
+	for (;;)
+	{
+		while (PQisBusy(conn))
+		{
+			if (!wait_for_socket(WL_SOCKET_READABLE, deadline))
+			{
+				if (result != nullptr)
+					PQclear(result);
+				record_timeout(what);
+				return nullptr;
+			}
+			if (!PQconsumeInput(conn))
+			{
+				if (result != nullptr)
+					PQclear(result);
+				record_failure(nullptr, what);
+				return nullptr;
+			}
+		}
+		PGresult *next = PQgetResult(conn);
+
+		if (next == nullptr)
+			break;
+		if (result != nullptr)
+			PQclear(result);
+		result = next;
+	}
 	if (PQresultStatus(result) != PGRES_TUPLES_OK)
 	{
 		record_failure(result, what);
@@ -242,10 +405,76 @@ call(const char *what, const char *sql, int nparams, const char *const *params)
 	return result;
 }
 
-int64_t
-field_int64(PGresult *result, int row, int col)
+/* Records a reply the agent cannot use; clears result. */
+void
+record_bad_reply(PGresult *result, const char *what, const char *problem)
 {
-	return strtoll(PQgetvalue(result, row, col), nullptr, 10);
+	char message[error_text_size];
+
+	snprintf(message, sizeof(message), "%s: %s", what, problem);
+	if (result != nullptr)
+		PQclear(result);
+	set_status(AgentStatus::Failed, ERRCODE_PROTOCOL_VIOLATION, message);
+}
+
+/*
+ * Whether result has rows rows (any number for -1) of columns columns;
+ * otherwise records the reply as a protocol violation and clears it.
+ */
+bool
+reply_has_shape(PGresult *result, const char *what, int rows, int columns)
+{
+	char problem[128];
+
+	if (PQnfields(result) != columns)
+		snprintf(problem, sizeof(problem), "the registry replied with %d columns, expected %d", PQnfields(result),
+				 columns);
+	else if (rows >= 0 && PQntuples(result) != rows)
+		snprintf(problem, sizeof(problem), "the registry replied with %d rows, expected %d", PQntuples(result), rows);
+	else
+		return true;
+	record_bad_reply(result, what, problem);
+	return false;
+}
+
+/*
+ * Column col of row as an integer, parsed strictly; otherwise records the
+ * reply as a protocol violation, clears it and returns false.  A NULL is
+ * refused unless null is given: then it is reported there.
+ */
+bool
+reply_int64(PGresult *result, const char *what, int row, int col, int64_t *value, bool *null = nullptr)
+{
+	char problem[256];
+	const char *text = PQgetvalue(result, row, col);
+
+	if (null != nullptr)
+		*null = false;
+	if (PQgetisnull(result, row, col))
+	{
+		if (null != nullptr)
+		{
+			*null = true;
+			*value = 0;
+			return true;
+		}
+		snprintf(problem, sizeof(problem), "column \"%s\" of the reply is null", PQfname(result, col));
+		record_bad_reply(result, what, problem);
+		return false;
+	}
+
+	char *end = nullptr;
+	errno = 0;
+	long long parsed = text != nullptr ? strtoll(text, &end, 10) : 0;
+	if (text == nullptr || end == text || *end != '\0' || errno != 0)
+	{
+		snprintf(problem, sizeof(problem), "column \"%s\" of the reply is not an integer: \"%.64s\"",
+				 PQfname(result, col), text != nullptr ? text : "");
+		record_bad_reply(result, what, problem);
+		return false;
+	}
+	*value = parsed;
+	return true;
 }
 
 /*
@@ -263,18 +492,44 @@ fetch_rules()
 
 	if (r == nullptr)
 		return false;
-	RegistryRules rules{};
-	rules.time_bits = static_cast<int>(field_int64(r, 0, 0));
-	rules.worker_bits = static_cast<int>(field_int64(r, 0, 1));
-	rules.seq_bits = static_cast<int>(field_int64(r, 0, 2));
-	rules.epoch_ms = field_int64(r, 0, 3);
-	rules.unit_ms = static_cast<int>(field_int64(r, 0, 4));
-	rules.max_borrow_ms = field_int64(r, 0, 5);
-	rules.lease_ttl_ms = field_int64(r, 0, 6);
-	rules.block_size = static_cast<int>(field_int64(r, 0, 7));
-	rules.max_clock_skew_ms = field_int64(r, 0, 8);
-	int64_t registry_clock = field_int64(r, 0, 9);
+	const char *what = "reading the registry's rules";
+	if (!reply_has_shape(r, what, 1, 10))
+		return false;
+	int64_t v[10];
+	for (int col = 0; col < 10; col++)
+	{
+		if (!reply_int64(r, what, 0, col, &v[col]))
+			return false;
+	}
 	PQclear(r);
+	/* The same bounds as a layout's (core/layout.hpp), and rules that make sense. */
+	if (v[0] < 1 || v[1] < 1 || v[2] < 1 || v[0] > 63 || v[1] > 63 || v[2] > 63 || v[0] + v[1] + v[2] > 63 ||
+		(v[4] != 1 && v[4] != 1000) || v[5] < 0 || v[6] <= 0 || v[7] < 1 || v[7] > PG_INT32_MAX || v[8] < 0 || v[9] <= 0 ||
+		v[9] > PG_INT64_MAX / 2)
+	{
+		char problem[384];
+
+		snprintf(problem, sizeof(problem),
+				 "the registry's rules are out of range: time_bits %lld, worker_bits %lld, seq_bits %lld, "
+				 "unit_ms %lld, max_borrow_ms %lld, lease_ttl_ms %lld, block_size %lld, max_clock_skew_ms %lld, "
+				 "clock_ms %lld",
+				 static_cast<long long>(v[0]), static_cast<long long>(v[1]), static_cast<long long>(v[2]),
+				 static_cast<long long>(v[4]), static_cast<long long>(v[5]), static_cast<long long>(v[6]),
+				 static_cast<long long>(v[7]), static_cast<long long>(v[8]), static_cast<long long>(v[9]));
+		record_bad_reply(nullptr, what, problem);
+		return false;
+	}
+	RegistryRules rules{};
+	rules.time_bits = static_cast<int>(v[0]);
+	rules.worker_bits = static_cast<int>(v[1]);
+	rules.seq_bits = static_cast<int>(v[2]);
+	rules.epoch_ms = v[3];
+	rules.unit_ms = static_cast<int>(v[4]);
+	rules.max_borrow_ms = v[5];
+	rules.lease_ttl_ms = v[6];
+	rules.block_size = static_cast<int>(v[7]);
+	rules.max_clock_skew_ms = v[8];
+	int64_t registry_clock = v[9];
 
 	int64_t offset = registry_clock - (sent + received) / 2;
 	int64_t uncertainty = (received - sent + 1) / 2;
@@ -442,13 +697,28 @@ renew(LeaseTable *state)
 		return false;
 
 	/* Parsed first: the spinlock is held for a copy only. */
+	const char *what = "renewing the leases";
+	if (!reply_has_shape(r, what, -1, 2))
+		return false;
 	int nrenewed = PQntuples(r);
 	int64_t *renewed = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
 	int64_t *deadline = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
 	for (int row = 0; row < nrenewed; row++)
 	{
-		renewed[row] = field_int64(r, row, 0);
-		deadline[row] = sent + field_int64(r, row, 1);
+		int64_t ttl;
+
+		if (!reply_int64(r, what, row, 0, &renewed[row]) || !reply_int64(r, what, row, 1, &ttl))
+			return false;
+		if (ttl <= 0)
+		{
+			char problem[128];
+
+			snprintf(problem, sizeof(problem), "the registry renewed block %lld for %lld ms",
+					 static_cast<long long>(renewed[row]), static_cast<long long>(ttl));
+			record_bad_reply(r, what, problem);
+			return false;
+		}
+		deadline[row] = sent + ttl;
 	}
 	PQclear(r);
 
@@ -487,12 +757,24 @@ claim_block(LeaseTable *state)
 
 	if (r == nullptr)
 		return false;
-	if (PQgetisnull(r, 0, 0))
+	const char *what = "leasing a block of worker ids";
+	if (!reply_has_shape(r, what, 1, 6))
+		return false;
+	int64_t block;
+	bool held_back;
+	if (!reply_int64(r, what, 0, 0, &block, &held_back))
+		return false;
+	if (held_back)
 	{
 		char message[error_text_size];
 
+		if (PQgetisnull(r, 0, 5))
+		{
+			record_bad_reply(r, what, "column \"held_back_until\" of the reply is null");
+			return false;
+		}
 		snprintf(message, sizeof(message),
-				 "the uidgen registry hands out no worker block until %s: it was restarted, restored or failed "
+				 "the uidgen registry hands out no worker block until %.64s: it was restarted, restored or failed "
 				 "over, and may have lost leases, which their holders re-assert first",
 				 PQgetvalue(r, 0, 5));
 		PQclear(r);
@@ -501,14 +783,25 @@ claim_block(LeaseTable *state)
 	}
 
 	LeasedBlock b{};
-	b.block = field_int64(r, 0, 0);
-	b.first_worker = field_int64(r, 0, 1);
-	b.last_worker = field_int64(r, 0, 2);
-	b.floor_delta = field_int64(r, 0, 3);
-	b.claimed_at_ms = backend_clock().now_ms();
-	b.deadline_mono_ms = sent + field_int64(r, 0, 4);
-	b.next_worker = b.first_worker;
+	int64_t ttl;
+	b.block = block;
+	if (!reply_int64(r, what, 0, 1, &b.first_worker) || !reply_int64(r, what, 0, 2, &b.last_worker) ||
+		!reply_int64(r, what, 0, 3, &b.floor_delta) || !reply_int64(r, what, 0, 4, &ttl))
+		return false;
 	PQclear(r);
+	if (b.block < 1 || b.first_worker < 1 || b.last_worker < b.first_worker || ttl <= 0)
+	{
+		char problem[256];
+
+		snprintf(problem, sizeof(problem), "the registry leased block %lld of workers %lld to %lld for %lld ms",
+				 static_cast<long long>(b.block), static_cast<long long>(b.first_worker),
+				 static_cast<long long>(b.last_worker), static_cast<long long>(ttl));
+		record_bad_reply(nullptr, what, problem);
+		return false;
+	}
+	b.claimed_at_ms = backend_clock().now_ms();
+	b.deadline_mono_ms = sent + ttl;
+	b.next_worker = b.first_worker;
 
 	SpinLockAcquire(&state->mutex);
 	if (state->nblocks < max_leased_blocks)
@@ -548,6 +841,11 @@ work(LeaseTable *state)
 	SpinLockRelease(&state->mutex);
 	if (idle)
 		return;
+
+	/* Numbered, so that a registration can tell a failure older than itself (lease_table.hpp). */
+	SpinLockAcquire(&state->mutex);
+	current_attempt = ++state->attempts;
+	SpinLockRelease(&state->mutex);
 
 	if (conn != nullptr && PQstatus(conn) != CONNECTION_OK)
 		disconnect();
@@ -616,7 +914,12 @@ agent_loop()
 			MemoryContextDelete(round);
 		}
 
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, tick_ms, PG_WAIT_EXTENSION);
+		/* A registration that found only an older failure waits for the next attempt: no pause then. */
+		SpinLockAcquire(&state->mutex);
+		bool attempt_wanted = state->status == AgentStatus::Failed && state->attempt_wanted > state->attempts;
+		SpinLockRelease(&state->mutex);
+		if (!attempt_wanted)
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, tick_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 }

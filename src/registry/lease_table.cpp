@@ -159,7 +159,7 @@ wake_agent()
 }
 
 void
-report_registry_failure(const char *what)
+report_registry_failure(const char *what, bool fresh)
 {
 	LeaseTable *state = lease_table();
 	char registry[registry_text_size];
@@ -176,7 +176,7 @@ report_registry_failure(const char *what)
 	registry[sizeof(registry) - 1] = '\0';
 	error[sizeof(error) - 1] = '\0';
 
-	if (status == AgentStatus::Failed && error[0] != '\0')
+	if (fresh && status == AgentStatus::Failed && error[0] != '\0')
 		ereport(ERROR,
 				(errcode(sqlstate != 0 ? sqlstate : ERRCODE_CONNECTION_FAILURE),
 				 errmsg("%s: the uidgen registry \"%s\" failed", what, registry),
@@ -189,18 +189,35 @@ report_registry_failure(const char *what)
 	pg_unreachable();
 }
 
+uint64
+agent_attempts()
+{
+	LeaseTable *state = lease_table();
+	uint64 attempts;
+
+	SpinLockAcquire(&state->mutex);
+	attempts = state->attempts;
+	SpinLockRelease(&state->mutex);
+	return attempts;
+}
+
 void
-wait_for_agent(int64_t until_mono, const char *what)
+wait_for_agent(int64_t until_mono, uint64 since, const char *what)
 {
 	LeaseTable *state = lease_table();
 
 	SpinLockAcquire(&state->mutex);
-	/* The agent could not reach the registry, or was refused: waiting would not help. */
 	bool failed = state->status == AgentStatus::Failed;
+	/* An attempt begun after the registration: its failure is the answer. */
+	bool fresh = failed && state->status_attempt > since;
+	/* An older failure is not: ask for another attempt. */
+	if (failed && !fresh)
+		state->attempt_wanted = std::max(state->attempt_wanted, since + 1);
 	SpinLockRelease(&state->mutex);
 	int64_t left = until_mono - monotonic_ms();
-	if (failed || left <= 0)
-		report_registry_failure(what);
+	/* The agent could not reach the registry, or was refused: waiting would not help. */
+	if (fresh || left <= 0)
+		report_registry_failure(what, fresh);
 
 	wake_agent();
 	/* Interruptible; an error leaves the sleep through ConditionVariableCancelSleep() at abort. */
@@ -261,12 +278,13 @@ GrantedWorker
 take_waiting(LeaseTable *state, Oid database, const char *database_name, int64_t until)
 {
 	std::optional<GrantedWorker> taken;
+	uint64 since = agent_attempts();
 
 	count_waiting(state, 1);
 	PG_TRY();
 	{
 		while (!(taken = try_take(state, database, database_name)))
-			wait_for_agent(until, "could not lease a block of worker ids");
+			wait_for_agent(until, since, "could not lease a block of worker ids");
 	}
 	PG_CATCH();
 	{

@@ -102,7 +102,16 @@ struct LeaseTable
 	AgentStatus status;
 	int error_sqlstate;
 	char error[error_text_size];
-	char registry[registry_text_size]; /* the connection string without its password */
+	/*
+	 * The agent numbers its attempts to reach the registry: attempts is the
+	 * last it began, status_attempt the one status and error are of.  A
+	 * registration reports only a failure of an attempt begun after it
+	 * started; it asks for one in attempt_wanted.
+	 */
+	uint64 attempts;
+	uint64 status_attempt;
+	uint64 attempt_wanted;
+	char registry[registry_text_size]; /* the connection string without its secrets */
 	bool have_rules;
 	RegistryRules rules;
 	int waiting;				/* registrations waiting for a block */
@@ -171,12 +180,17 @@ GrantedWorker take_granted_worker(Oid database, const char *database_name, int t
 void note_grant_exit(int64_t worker, int64_t last_delta);
 int64_t grant_issued_until(int64_t worker);
 
+/* The number of the agent's last attempt to reach the registry, for wait_for_agent(). */
+uint64 agent_attempts();
+
 /*
  * Waits for the agent's next change (at most a second), interruptibly;
- * raises report_registry_failure(what) instead when the agent failed or
- * until_mono has passed.
+ * raises report_registry_failure(what) instead when an attempt of the agent
+ * begun after attempt since failed, or until_mono has passed.  A failure of
+ * an earlier attempt is no answer for a registration that began later: it
+ * asks the agent for another attempt and waits for it.
  */
-void wait_for_agent(int64_t until_mono, const char *what);
+void wait_for_agent(int64_t until_mono, uint64 since, const char *what);
 
 /* The workers granted to database in this server life whose blocks it still leases (palloc'd), for reuse. */
 int64_t *granted_workers(Oid database, int *count);
@@ -195,8 +209,12 @@ std::optional<int64_t> lease_cap_delta(int64_t worker, const Layout &layout);
 /* The rules the agent fetched, or nullopt before it reached the registry. */
 std::optional<RegistryRules> registry_rules();
 
-/* Raises the agent's last error as a class 08 error that names the registry. */
-[[noreturn]] void report_registry_failure(const char *what);
+/*
+ * Raises the agent's last error as a class 08 error that names the
+ * registry, or with fresh false (the agent's last failure is older than the
+ * registration), that no answer came in time.
+ */
+[[noreturn]] void report_registry_failure(const char *what, bool fresh);
 
 void wake_agent();
 

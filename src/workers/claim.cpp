@@ -37,12 +37,13 @@ borrow_units(const Layout &layout)
 /*
  * Releases worker at exit, unless another backend may hold it now (we could
  * not take its session locks back: its row is not ours to write) or its row
- * is locked (an exiting backend must not wait).
+ * is locked, or inserted or deleted by a transaction in progress or prepared
+ * (an exiting backend must not wait): then it is left leaked.
  */
 void
 release_if_still_held(Oid worker_table, int64_t worker, const char *identity, int64_t last_delta)
 {
-	if (relock_worker(worker_table, worker) && lock_row_nowait(worker))
+	if (relock_worker(worker_table, worker) && lock_row_nowait(worker_table, worker))
 		write_release(worker, identity, last_delta);
 }
 

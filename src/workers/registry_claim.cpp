@@ -65,10 +65,11 @@ RegistryRules
 await_registry_rules()
 {
 	int64_t until = monotonic_ms() + agent_wait_ms;
+	uint64 since = agent_attempts();
 	std::optional<RegistryRules> rules;
 
 	while (!(rules = registry_rules()))
-		wait_for_agent(until, "could not read the registry's layout");
+		wait_for_agent(until, since, "could not read the registry's layout");
 	return *rules;
 }
 
@@ -88,9 +89,9 @@ id_array(const int64_t *ids, int count)
 
 /*
  * 1.0's reuse among the workers this life granted to this database, above
- * what their last holder noted at its exit too: a holder whose claim went
- * into a prepared transaction that rolled back, and whose release could
- * not be written, left the row as it was before (backend_generator.cpp).
+ * what their last holder noted at its exit too: a holder whose claim never
+ * committed, and whose release could not be written (its row was locked or
+ * being inserted at its exit, claim.cpp), left the row as it was before.
  */
 bool
 claim_granted_worker(const Layout &layout, const char *identity, Oid worker_table, int64_t now_delta,

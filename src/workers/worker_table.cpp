@@ -12,12 +12,18 @@
 #include "workers/worker_lock.hpp"
 
 extern "C" {
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 }
 
@@ -325,12 +331,46 @@ write_leaked_release(int64_t worker, int64_t until_delta)
 			3, types, values, Visibility::Latest, SPI_OK_UPDATE);
 }
 
+namespace {
+
+/*
+ * Whether a transaction still in progress (a prepared one included) inserts
+ * or deletes a version of worker's row: an upsert of the row would wait for
+ * it.  Read with a dirty snapshot, which reports such a transaction; a scan
+ * of the heap, as the table has a row per worker ever used and the exit
+ * release is rare.
+ */
 bool
-lock_row_nowait(int64_t worker)
+row_in_progress(Oid worker_table, int64_t worker)
+{
+	Relation rel = table_open(worker_table, RowExclusiveLock);
+	AttrNumber id = get_attnum(worker_table, "id");
+	SnapshotData dirty;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple tuple;
+	bool in_progress = false;
+
+	InitDirtySnapshot(dirty);
+	ScanKeyInit(&key, id, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(worker));
+	scan = systable_beginscan(rel, InvalidOid, false, &dirty, 1, &key);
+	while (!in_progress && (tuple = systable_getnext(scan)) != nullptr)
+		in_progress = TransactionIdIsValid(dirty.xmin) || TransactionIdIsValid(dirty.xmax);
+	systable_endscan(scan);
+	table_close(rel, NoLock);
+	return in_progress;
+}
+
+} // namespace
+
+bool
+lock_row_nowait(Oid worker_table, int64_t worker)
 {
 	Oid types[1] = {INT8OID};
 	Datum values[1] = {Int64GetDatum(worker)};
 
+	if (row_in_progress(worker_table, worker))
+		return false;
 	if (spi_run("SELECT id FROM uidgen.worker_node WHERE id = $1 FOR UPDATE SKIP LOCKED", 1, types, values,
 				Visibility::Transaction, SPI_OK_SELECT) == 1)
 		return true;

@@ -82,9 +82,13 @@ void write_release(int64_t worker, const char *identity, int64_t last_delta);
 
 /*
  * Locks worker's row if it can be done at once; true also when there is no
- * row.  For the exit release, which must never wait.
+ * row.  False when a transaction in progress (a prepared one included)
+ * locks, inserts or deletes it: writing it would wait.  For the exit
+ * release, which must never wait; a race with a transaction that begins to
+ * insert the row after the look remains (only someone writing the table by
+ * hand does that).
  */
-bool lock_row_nowait(int64_t worker);
+bool lock_row_nowait(Oid worker_table, int64_t worker);
 
 /* The row's last_time; nullopt when it has none, or there is no row. */
 std::optional<int64_t> worker_last_time(int64_t worker);

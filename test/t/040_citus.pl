@@ -27,14 +27,13 @@
 #    inside the distributed transaction that Citus then commits with two-phase
 #    commit (PREPARE TRANSACTION on those backends).  The rows are then
 #    repartitioned to the target shards, wherever they are.  In scope
-#    backend such a backend claims its worker in that transaction, and the
-#    first claim of a database that has not joined the registry yet also
-#    inserts its row of uidgen.membership there: two such statements run
-#    from different nodes at once, each joining on both workers, wait for
-#    each other's row across the nodes, and Citus cancels one ("canceling
-#    the transaction since it was involved in a distributed deadlock").  A
-#    TODO below, until a database joins in a transaction of its own; once
-#    joined, and in scope server (the keeper claims), they go through.
+#    backend such a backend would claim its worker in that transaction:
+#    PREPARE of a transaction that made a session's first claim is refused
+#    (0A000), with a registry as without one (its exit release would wait
+#    for the prepared transaction), so such a statement fails on a Citus
+#    connection whose backend has no committed claim yet.  A TODO below,
+#    until claims commit in transactions of their own; in scope server (the
+#    keeper claims) they go through.
 # The shards themselves carry DEFAULT uid_next() as well (Citus deparses
 # non-sequence defaults into the shard DDL, deparser/citus_ruleutils.c), so a
 # write into a shard table on a worker evaluates it on that worker.  So a row
@@ -211,7 +210,7 @@ INSERT INTO events (origin, phase) SELECT '$name', 'copy' FROM events WHERE phas
 	for my $run (@runs)
 	{
 		local $TODO = $scope eq 'backend' && $run->{kind} eq 'copy'
-		  ? 'a database joins the registry in the transaction of its first claim: a distributed deadlock' : undef;
+		  ? 'scope backend: a Citus connection\'s first claim in a prepared transaction is refused' : undef;
 		my ($name) = $run->{label} =~ / on (\S+)/;
 		$committed{$name}{ $run->{kind} } += finish_pgbench($run);
 	}
