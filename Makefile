@@ -167,9 +167,12 @@ prove_installcheck:
 
 # One TAP file (PROVE_TESTS), for scripts/test.sh's parallel jobs:
 # prove_installcheck without its "rm -rf tmp_check", which would pull the
-# ground from under the files running beside it.
+# ground from under the files running beside it.  TESTLOGDIR and
+# TESTDATADIR are where 17 and later put logs and data (15 derives them
+# from TESTDIR).
 prove-one:
-	TESTDIR='$(CURDIR)' PATH="$(bindir):$(CURDIR):$$PATH" \
+	TESTDIR='$(CURDIR)' TESTLOGDIR='$(CURDIR)/tmp_check/log' TESTDATADIR='$(CURDIR)/tmp_check' \
+	PATH="$(bindir):$(CURDIR):$$PATH" \
 	PG_REGRESS='$(top_builddir)/src/test/regress/pg_regress' \
 	$(PROVE) $(PG_PROVE_FLAGS) $(PROVE_FLAGS) $(PROVE_TESTS)
 

@@ -87,9 +87,9 @@ job_regress() {	# job_regress COUNTS KIND (regress or isolation)
 	local kind=$2 data=$scratch/$2-data status=0 ok bad
 	start_cluster "$bindir" "$data"
 	if [ "$kind" = regress ]; then
-		make -s installcheck ISOLATION= TAP_TESTS= || status=$?
+		make -s installcheck PG_CONFIG="$PG_CONFIG" ISOLATION= TAP_TESTS= || status=$?
 	else
-		make -s installcheck REGRESS= TAP_TESTS= || status=$?
+		make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= TAP_TESTS= || status=$?
 	fi
 	stop_cluster "$bindir" "$data"
 	if [ "$status" -ne 0 ]; then
@@ -105,9 +105,11 @@ job_regress() {	# job_regress COUNTS KIND (regress or isolation)
 # One TAP file through prove, in the environment prove_installcheck gives
 # it (make prove-one); all files share tmp_check and one directory of port
 # reservations, so that files running at once never take the same port.
+# Every make here names PG_CONFIG: a "make test PG_CONFIG=..." above us
+# passes its own in MAKEFLAGS, which would name the installation we copied.
 job_tap() {	# job_tap COUNTS FILE
 	local file=$2 status=0 total failed
-	make -s prove-one PROVE_TESTS="$file" || status=$?
+	make -s prove-one PG_CONFIG="$PG_CONFIG" PROVE_TESTS="$file" || status=$?
 	total=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$jobs_dir/$(job_name "$file").log" | tail -1)
 	failed=$({ grep -oE 'Failed: [0-9]+\)' "$jobs_dir/$(job_name "$file").log" || true; } |
 		awk '{ n += $2 } END { print n + 0 }')
@@ -153,7 +155,7 @@ mapfile -t tap_files < <(jobs_longest_first test/t/*.pl)
 
 log "running the tests, ${TEST_JOBS:-6} jobs at a time; each line is a job that ended"
 selected layering && jobs_start layering "" job_check scripts/check-layering.sh
-selected meta && jobs_start meta "" job_check "make -s check-meta"
+selected meta && jobs_start meta "" job_check "make -s check-meta PG_CONFIG=$PG_CONFIG"
 selected boundary && jobs_start boundary "" job_check "perl scripts/check-boundary.pl"
 selected unit && jobs_start unit "" job_unit
 selected regress && jobs_start regress "" job_regress regress
