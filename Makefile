@@ -5,7 +5,8 @@
 #   make installcheck       pg_regress, isolation and TAP tests against it
 #   make test               everything, on throwaway clusters (see README);
 #                           PostgreSQL 15, or PG_CONFIG's server if given;
-#                           TESTS='032 regress' runs only the named jobs
+#                           TESTS='032 regress' runs only the named jobs,
+#                           REPEAT=20 each TAP file 20 times, in parallel
 #   make test-stress        make test with one core kept busy by a loop
 #   make test-all PG_SOURCES=DIR [CITUS_SOURCE=DIR]
 #                           make test on 15 and on each PostgreSQL source
@@ -118,10 +119,10 @@ build/regress build/isolation:
 USER_PG_CONFIG = $(if $(filter command line environment%,$(origin PG_CONFIG)),$(PG_CONFIG))
 
 test:
-	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='$(TESTS)' TEST_JOBS='$(TEST_JOBS)' scripts/test.sh
+	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='$(TESTS)' TEST_JOBS='$(TEST_JOBS)' REPEAT='$(REPEAT)' scripts/test.sh
 
 test-stress:
-	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='$(TESTS)' TEST_JOBS='$(TEST_JOBS)' UIDGEN_STRESS=1 scripts/test.sh
+	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='$(TESTS)' TEST_JOBS='$(TEST_JOBS)' REPEAT='$(REPEAT)' UIDGEN_STRESS=1 scripts/test.sh
 
 test-all:
 	@PG_CONFIG= CITUS_SOURCE='$(CITUS_SOURCE)' scripts/test-all.sh '$(PG_SOURCES)'
@@ -169,9 +170,11 @@ prove_installcheck:
 # prove_installcheck without its "rm -rf tmp_check", which would pull the
 # ground from under the files running beside it.  TESTLOGDIR and
 # TESTDATADIR are where 17 and later put logs and data (15 derives them
-# from TESTDIR).
+# from TESTDIR); TAP_DIR, another directory for them, lets copies of one
+# file run at once (make test REPEAT=N).
+TAP_DIR ?= $(CURDIR)
 prove-one:
-	TESTDIR='$(CURDIR)' TESTLOGDIR='$(CURDIR)/tmp_check/log' TESTDATADIR='$(CURDIR)/tmp_check' \
+	TESTDIR='$(TAP_DIR)' TESTLOGDIR='$(TAP_DIR)/tmp_check/log' TESTDATADIR='$(TAP_DIR)/tmp_check' \
 	PATH="$(bindir):$(CURDIR):$$PATH" \
 	PG_REGRESS='$(top_builddir)/src/test/regress/pg_regress' \
 	$(PROVE) $(PG_PROVE_FLAGS) $(PROVE_FLAGS) $(PROVE_TESTS)

@@ -11,7 +11,9 @@
 # not on the CPU).  Each job prints one line as it ends, with its time; a
 # failing one prints the tail of its logs right there.  TESTS='032 033'
 # runs only the jobs whose names contain one of the words (unit, regress,
-# isolation, or a TAP file's name).  UIDGEN_STRESS=1 (make test-stress)
+# isolation, or a TAP file's name); REPEAT=N runs each TAP file N times,
+# the copies at once, each in a directory of its own (tmp_check/rN), to
+# shake out what depends on timing.  UIDGEN_STRESS=1 (make test-stress)
 # keeps one core busy with a loop for the whole run, to show that nothing
 # depends on the machine's speed.
 #
@@ -107,12 +109,11 @@ job_regress() {	# job_regress COUNTS KIND (regress or isolation)
 # reservations, so that files running at once never take the same port.
 # Every make here names PG_CONFIG: a "make test PG_CONFIG=..." above us
 # passes its own in MAKEFLAGS, which would name the installation we copied.
-job_tap() {	# job_tap COUNTS FILE
-	local file=$2 status=0 total failed
-	make -s prove-one PG_CONFIG="$PG_CONFIG" PROVE_TESTS="$file" || status=$?
-	total=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$jobs_dir/$(job_name "$file").log" | tail -1)
-	failed=$({ grep -oE 'Failed: [0-9]+\)' "$jobs_dir/$(job_name "$file").log" || true; } |
-		awk '{ n += $2 } END { print n + 0 }')
+job_tap() {	# job_tap COUNTS FILE DIR (DIR for tmp_check, the top by default)
+	local file=$2 dir=${3:-$top} status=0 total failed log=${1%.counts}.log
+	make -s prove-one PG_CONFIG="$PG_CONFIG" PROVE_TESTS="$file" TAP_DIR="$dir" || status=$?
+	total=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$log" | tail -1)
+	failed=$({ grep -oE 'Failed: [0-9]+\)' "$log" || true; } | awk '{ n += $2 } END { print n + 0 }')
 	total=${total:-0}
 	# A file that died without failing an assertion still failed.
 	[ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
@@ -120,10 +121,10 @@ job_tap() {	# job_tap COUNTS FILE
 }
 
 # The TAP file's own log, and its servers', for the report of a failure.
-tap_logs() {	# tap_logs FILE
-	local name
+tap_logs() {	# tap_logs FILE [DIR]
+	local name dir=${2:-.}
 	name=$(basename "$1" .pl)
-	ls tmp_check/log/regress_log_"$name" tmp_check/log/"$name"_*.log 2>/dev/null || true
+	ls "$dir"/tmp_check/log/regress_log_"$name" "$dir"/tmp_check/log/"$name"_*.log 2>/dev/null || true
 }
 
 # A check of the tree itself (scripts/check-*.sh): one test.
@@ -160,8 +161,17 @@ selected boundary && jobs_start boundary "" job_check "perl scripts/check-bounda
 selected unit && jobs_start unit "" job_unit
 selected regress && jobs_start regress "" job_regress regress
 selected isolation && jobs_start isolation "" job_regress isolation
+repeat=${REPEAT:-1}
 for file in "${tap_files[@]}"; do
-	selected "$(job_name "$file")" && jobs_start "$(job_name "$file")" "tap_logs $file" job_tap "$file"
+	selected "$(job_name "$file")" || continue
+	if [ "$repeat" -le 1 ]; then
+		jobs_start "$(job_name "$file")" "tap_logs $file" job_tap "$file"
+		continue
+	fi
+	for r in $(seq 1 "$repeat"); do
+		mkdir -p "tmp_check/r$r"
+		jobs_start "$(job_name "$file").r$r" "tap_logs $file tmp_check/r$r" job_tap "$file" "$top/tmp_check/r$r"
+	done
 done
 jobs_finish
 
