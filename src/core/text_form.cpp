@@ -51,7 +51,7 @@ not_a_digit(char c, size_t position)
 	std::string where = " at position " + std::to_string(position + 1);
 
 	if (c == '-')
-		return "Hyphens" + where + " are not accepted: write the 13 digits alone.";
+		return "A hyphen" + where + " is not accepted: write the 13 digits alone.";
 	if (c == '*' || c == '~' || c == '$' || c == '=' || c == 'U' || c == 'u')
 		return "\"" + std::string(1, c) + "\"" + where +
 			   " is one of Crockford's check symbols, which a UID's text form has none of.";

@@ -149,7 +149,7 @@ TEST(TextForm, BadSyntax)
 		{"", "It has 0 digits, not 13."},
 		{"000000000001", "It has 12 digits, not 13."},
 		{"00000000000001", "It has 14 digits, not 13."},
-		{"0000-0000-00001", "Hyphens at position 5 are not accepted: write the 13 digits alone."},
+		{"0000-0000-00001", "A hyphen at position 5 is not accepted: write the 13 digits alone."},
 		{"000000000000U", "\"U\" at position 13 is one of Crockford's check symbols, which a UID's text form has none of."},
 		{"000000000000u", "\"u\" at position 13 is one of Crockford's check symbols, which a UID's text form has none of."},
 		{"00000000000001*", "\"*\" at position 15 is one of Crockford's check symbols, which a UID's text form has none of."},
