@@ -16,10 +16,11 @@ PG_BINDIR=/usr/lib/postgresql/$PG_MAJOR/bin
 
 # Debian packages the build and every kind of test need, whatever the server.
 BASE_PACKAGES=(make g++ perl libpq-dev libgtest-dev libipc-run-perl faketime pgbouncer)
-# ... and Debian's PostgreSQL 15, the default server, with pglogical (Debian
-# packages it for this server; test/t/041_pglogical.pl skips without it).
+# ... and Debian's PostgreSQL 15, the default server, with pglogical and
+# pg_partman (Debian packages them for this server; test/t/041_pglogical.pl
+# and test/t/050_partman.pl skip without them).
 PG15_PACKAGES=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR"
-	"postgresql-$PG_MAJOR-pglogical")
+	"postgresql-$PG_MAJOR-pglogical" "postgresql-$PG_MAJOR-partman")
 # ... and what scripts/pg-build.sh needs to build PostgreSQL from source.
 PG_BUILD_PACKAGES=(gcc bison flex libreadline-dev zlib1g-dev libssl-dev bzip2)
 

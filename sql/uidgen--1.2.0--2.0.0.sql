@@ -496,3 +496,33 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.uid_origin(bigint)
 	IS 'The server life and database whose worker issued the ID, NULL if unknown';
+
+-- ---- partitioning by time, text forms, JavaScript-safe IDs -------------------
+-- (docs/partitioning-and-text.md)
+
+-- uid_layout() and uid_configure() also tell the largest ID the layout can
+-- issue and whether JavaScript's numbers hold it exactly (2^53 - 1 at most).
+-- New attributes at the end of the type keep both functions, their
+-- privileges and comments, and whatever depends on them.
+ALTER TYPE uidgen.layout_info ADD ATTRIBUTE max_id bigint, ADD ATTRIBUTE javascript_safe boolean;
+
+-- The number of IDs a span of time covers: the width of an ID partition.
+-- STABLE as uid_min() is: it reads the database's layout.
+CREATE FUNCTION @extschema@.uid_interval(span interval) RETURNS bigint
+AS 'MODULE_PATHNAME', 'uid_interval'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.uid_interval(interval)
+	IS 'The number of IDs in a span of whole time units (days of 24 hours): a partition''s width';
+
+-- Text forms: 13 digits of Crockford's base32, in the IDs' order.
+CREATE FUNCTION @extschema@.uid_encode(uid bigint) RETURNS text
+AS 'MODULE_PATHNAME', 'uid_encode'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.uid_encode(bigint)
+	IS 'An ID as 13 characters of Crockford''s base32, ordered as the IDs are';
+
+CREATE FUNCTION @extschema@.uid_decode(uid text) RETURNS bigint
+AS 'MODULE_PATHNAME', 'uid_decode'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.uid_decode(text)
+	IS 'The ID of a text form of uid_encode(), in either case, I and L read as 1 and O as 0';

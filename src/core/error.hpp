@@ -22,6 +22,7 @@ enum class ErrorKind
 	LimitExceeded,		/* 54000 program_limit_exceeded */
 	NotInPrerequisiteState, /* 55000 object_not_in_prerequisite_state */
 	ConnectionFailure,	/* 08006 connection_failure: a lease from the registry ran out */
+	InvalidText,		/* 22P02 invalid_text_representation */
 };
 
 class Error : public std::runtime_error

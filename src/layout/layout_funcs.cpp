@@ -58,6 +58,9 @@ uidgen::pg::registry_has_leased()
 
 namespace {
 
+/* Number.MAX_SAFE_INTEGER: JavaScript's numbers hold every integer up to 2^53 - 1 exactly. */
+constexpr int64_t javascript_max_safe_integer = (INT64_C(1) << 53) - 1;
+
 /* uidgen.layout_info for layout. */
 Datum
 layout_info_datum(FunctionCallInfo fcinfo, const Layout &layout, bool configurable)
@@ -68,8 +71,9 @@ layout_info_datum(FunctionCallInfo fcinfo, const Layout &layout, bool configurab
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
-	Datum values[12];
-	bool nulls[12] = {false};
+	/* 12 columns before 2.0.0's max_id and javascript_safe: the SQL may be older than this library. */
+	Datum values[14];
+	bool nulls[14] = {false};
 	int64_t ids_per_unit = layout.max_sequence() + 1;
 	int64_t ids_per_second;
 	std::optional<int64_t> end = layout.exhausted_at();
@@ -99,6 +103,15 @@ layout_info_datum(FunctionCallInfo fcinfo, const Layout &layout, bool configurab
 		values[10] = Float8GetDatum(get_float8_infinity());
 	}
 	values[11] = BoolGetDatum(configurable);
+	if (tupdesc->natts >= 14)
+	{
+		/* The last unit's last sequence of the highest worker a backend can claim. */
+		int64_t max_id =
+			layout.compose_unchecked(layout.max_delta(), DatumGetInt64(values[6]), layout.max_sequence());
+
+		values[12] = Int64GetDatum(max_id);
+		values[13] = BoolGetDatum(max_id <= javascript_max_safe_integer);
+	}
 	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
 }
 

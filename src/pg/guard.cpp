@@ -60,6 +60,8 @@ sqlstate_of(ErrorKind kind)
 			return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
 		case ErrorKind::ConnectionFailure:
 			return ERRCODE_CONNECTION_FAILURE;
+		case ErrorKind::InvalidText:
+			return ERRCODE_INVALID_TEXT_REPRESENTATION;
 	}
 	return ERRCODE_INTERNAL_ERROR;
 }

@@ -2,21 +2,25 @@
 CREATE EXTENSION uidgen;
 
 -- A helper for the other tests: runs a statement and reports its outcome
--- as SQLSTATE, message and hint, so that expected files show error codes
--- without file and line numbers.
+-- as SQLSTATE, message (and detail, if asked) and hint, so that expected
+-- files show error codes without file and line numbers.
 CREATE SCHEMA regress;
-CREATE FUNCTION regress.try(sql text) RETURNS text
+CREATE FUNCTION regress.try(sql text, with_detail boolean DEFAULT false) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
 	state text;
 	message text;
+	detail text;
 	hint text;
 BEGIN
 	EXECUTE sql;
 	RETURN 'ok';
 EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
-	RETURN state || ': ' || message || CASE WHEN hint <> '' THEN E'\nHINT: ' || hint ELSE '' END;
+	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL,
+	                        hint = PG_EXCEPTION_HINT;
+	RETURN state || ': ' || message
+	       || CASE WHEN with_detail AND detail <> '' THEN E'\nDETAIL: ' || detail ELSE '' END
+	       || CASE WHEN hint <> '' THEN E'\nHINT: ' || hint ELSE '' END;
 END
 $$;
 GRANT USAGE ON SCHEMA regress TO PUBLIC;
