@@ -20,7 +20,7 @@ use Exporter 'import';
 use Time::HiRes ();
 
 our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
-	set_fake_clock start_with_fake_clock kill_and_wait_for_restart
+	set_fake_clock start_with_fake_clock kill_and_wait_for_restart wait_for_crash_restart
 	scope_conf set_scope server_generator start_sql_loop finish_sql_loops
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
@@ -294,7 +294,19 @@ sub kill_and_wait_for_restart
 	my ($node, $pid) = @_;
 	my $offset = -s $node->logfile;
 	kill 'KILL', $pid;
+	wait_for_crash_restart($node, $offset);
+}
+
+# Waits until the server, which crashed after the log had offset bytes, has
+# reinitialized and accepts connections again.  It reads the log rather
+# than trying to connect while the server is down: poll_query_until hands
+# psql its query on standard input, and a psql that is refused before it
+# reads it makes IPC::Run die of the broken pipe (seen under load).
+sub wait_for_crash_restart
+{
+	my ($node, $offset) = @_;
 	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+	$node->wait_for_log(qr/database system is ready to accept connections/, $offset);
 	$node->poll_query_until('postgres', 'SELECT true') or die 'the server did not come back';
 }
 

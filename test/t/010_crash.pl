@@ -43,9 +43,10 @@ for my $round (1 .. 3)
 	my @writers = start_round_writers($round, 4);
 	my $victim = $node->safe_psql('postgres',
 		"SELECT pid FROM pg_stat_activity WHERE query LIKE 'DO %' LIMIT 1");
+	my $offset = -s $node->logfile;
 	kill 'KILL', $victim;
 	wait_writers(@writers);
-	$node->poll_query_until('postgres', 'SELECT true') or die 'server did not come back';
+	wait_for_crash_restart($node, $offset);
 	$crashes++;
 }
 ok($node->log_contains('terminated by signal 9'), "$crashes crash restarts happened");
