@@ -10,6 +10,11 @@
 # Each job's time is kept in the build cache (scripts/lib.sh), so that the
 # next run on this machine starts the longest jobs first.
 
+# Nothing runs until jobs_init; an early exit (a failed build) finds no job
+# to stop.
+declare -A jobs_name=()
+jobs_dir=""
+
 jobs_init() {	# jobs_init DIR MAX
 	jobs_dir=$1
 	jobs_max=$2
@@ -110,7 +115,7 @@ stop_all_jobs() {
 		pkill -TERM -P "$pid" 2>/dev/null || true
 		kill -TERM "$pid" 2>/dev/null || true
 	done
-	for data in $(find tmp_check "$jobs_dir/.." -name postmaster.pid -printf '%h\n' 2>/dev/null); do
+	for data in $(find tmp_check ${jobs_dir:+"$jobs_dir/.."} -name postmaster.pid -printf '%h\n' 2>/dev/null); do
 		pg_ctl -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
 	done
 }

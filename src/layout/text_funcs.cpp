@@ -4,6 +4,7 @@
  *	  (src/core/text_form.hpp).  Both are layout-free, hence IMMUTABLE.
  */
 #include "core/text_form.hpp"
+#include "pg/compat.hpp"
 #include "pg/guard.hpp"
 
 extern "C" {

@@ -12,6 +12,9 @@ extern "C" {
 #include "postgres.h"
 
 #include "storage/lock.h"
+#if PG_VERSION_NUM >= 160000	/* 16 moved the varlena macros out of postgres.h */
+#include "varatt.h"
+#endif
 }
 
 namespace uidgen::pg {

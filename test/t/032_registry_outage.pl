@@ -145,12 +145,18 @@ is($failed, 0, 'after the quarantine members issue again') or diag($error);
 # directory and port): it shows blocks of m1 and m2 only.
 $m3_blocks = held_blocks($m3);
 my $m3_life = (registry_status($m3))[0]{life};
-# The new member below, ready to start at once (initdb is slow on a busy machine).
+# m3 re-asserts its blocks only while it still holds them: the registry is
+# down for a stop and a start only, all the slow work (initdb of the new
+# member below, the copy of the backup) done before, and it goes down just
+# after m3 renewed its leases, a whole TTL from lapsing.
 my $m4 = new_member_node('m4', $registry, conf => \@borrow, start => 0);
-$registry->stop('fast');
 my $restored = PostgreSQL::Test::Cluster->new('restored');
 $restored->init_from_backup($registry, 'old');
 $restored->append_conf('postgresql.conf', 'port = ' . $registry->port . "\nunix_socket_directories = '" . $registry->host . "'\n");
+$m3->poll_query_until('postgres', q{
+	SELECT min(lease_left_ms) >= } . ($ttl - 1) * 1000 . q{ FROM uidgen.registry_status WHERE block IS NOT NULL})
+  or die 'm3 did not renew its leases';
+$registry->stop('fast');
 $restored->start;
 # Reached through the registry's connection string from here on.
 note("the old backup predates m3: m3's blocks $m3_blocks are unknown to it until m3 re-asserts them");
