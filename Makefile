@@ -12,6 +12,9 @@
 #                           make test on 15 and on each PostgreSQL source
 #                           tarball in DIR (17, 18), built once per machine;
 #                           on 17 with Citus, if given its source tarball
+#   make nemesis            seeded random faults against a fleet on
+#                           loopback, every ID checked (docs/nemesis.md);
+#                           SEED=n MINUTES=m FAULTS=kind,...|all
 #   make demo               a short demo on a throwaway cluster
 #   make bench              benchmarks, written to test/bench/results
 #   make cursor-bench       the shared cursor word against a ring buffer
@@ -102,6 +105,12 @@ build/uidgen_load: $(LOAD_SOURCES) $(wildcard test/load/*.hpp)
 	$(CXX) -std=c++17 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O2 -g -I$(shell $(PG_CONFIG) --includedir 2>/dev/null) -o $@ $(LOAD_SOURCES) \
 		-L$(LOAD_LIBDIR) -Wl,-rpath,$(LOAD_LIBDIR) -lpq -lpthread
 
+# The nemesis' load client (docs/nemesis.md), against the same libpq.
+build/nemesis_client: test/nemesis/client.cpp
+	@mkdir -p build
+	$(CXX) -std=c++17 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O2 -g -I$(shell $(PG_CONFIG) --includedir 2>/dev/null) -o $@ $< \
+		-L$(LOAD_LIBDIR) -Wl,-rpath,$(LOAD_LIBDIR) -lpq
+
 # The server-wide generator's cursor word against UidGenerator's ring
 # buffer, in threads of one process; not part of make test.
 build/cursor_bench: test/bench/cursor_bench.cpp $(CORE_SOURCES) $(RING_SOURCES) $(wildcard src/core/*.hpp test/bench/ring/*.hpp)
@@ -127,6 +136,12 @@ test-stress:
 test-all:
 	@PG_CONFIG= CITUS_SOURCE='$(CITUS_SOURCE)' scripts/test-all.sh '$(PG_SOURCES)'
 
+# Seeded random faults against a fleet on loopback, every ID checked
+# (docs/nemesis.md): SEED=n, MINUTES=m, FAULTS=kind,... or all.
+nemesis:
+	@PG_CONFIG='$(USER_PG_CONFIG)' scripts/nemesis.sh --seed '$(or $(SEED),1)' --minutes '$(or $(MINUTES),3)' \
+		--faults '$(or $(FAULTS),default)'
+
 demo:
 	@PG_CONFIG='$(USER_PG_CONFIG)' scripts/demo.sh
 
@@ -144,7 +159,7 @@ bench-scope:
 bench-registry:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/registry.sh
 
-.PHONY: unit test test-stress test-all demo bench bench-scope bench-registry cursor-bench
+.PHONY: unit test test-stress test-all nemesis demo bench bench-scope bench-registry cursor-bench
 
 # ---- packaging (docs/install.md) ----------------------------------------
 
