@@ -234,12 +234,18 @@ connect_failed(const char *reason)
 bool
 connect_to_registry()
 {
-	/* Earlier keywords give way to the connection string's, later ones win over it. */
+	/*
+	 * Earlier keywords give way to the connection string's, later ones win
+	 * over it.  synchronous_commit is on whatever the registry's default: a
+	 * lease must be durable (on a synchronous standby too, where the
+	 * registry has one) before any ID is issued under it.
+	 */
 	const char *keywords[] = {"connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count",
 							  "tcp_user_timeout", "dbname", "application_name", "options", nullptr};
 	const char *values[] = {"5", "10", "5", "3", "15000", registry_setting, "uidgen registry agent",
 							"-c statement_timeout=5000 -c lock_timeout=2000 "
-							"-c idle_in_transaction_session_timeout=10000 -c search_path=pg_catalog",
+							"-c idle_in_transaction_session_timeout=10000 -c search_path=pg_catalog "
+							"-c synchronous_commit=on",
 							nullptr};
 	int64_t deadline = monotonic_ms() + connect_timeout_ms;
 
