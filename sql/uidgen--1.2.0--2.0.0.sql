@@ -89,9 +89,35 @@ CREATE TABLE uidgen.membership (
 	singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
 	registry   text NOT NULL,
 	joined_at  timestamptz NOT NULL,
-	join_floor bigint NOT NULL
+	join_floor bigint NOT NULL,
+	registry_id uuid NOT NULL
 );
 COMMENT ON TABLE uidgen.membership IS 'When this database joined its registry (uidgen.registry), and the floor of its workers since';
+COMMENT ON COLUMN uidgen.membership.registry_id
+	IS 'The identity of the registry this database joined: it refuses any other (uid_registry_move() moves it)';
+
+-- Which registry this is: a random UUID drawn by CREATE EXTENSION, never a
+-- sequence, so that a registry created again (its extension or database
+-- dropped and created, rebuilt, another database behind the same name) is
+-- another registry to its members, who refuse it.  A physical copy keeps
+-- it (a restore, a promoted standby: the same registry, perhaps stale,
+-- which registry_check_state() quarantines); a logical dump does not (not
+-- an extension configuration table), so a dump restored is a new registry
+-- that members move to only by uid_registry_move().  A new registry leases
+-- nothing until what any earlier holder may still issue is behind it
+-- (registry_holder_bound()), or until uid_registry_start_fleet() says that
+-- no earlier fleet exists.
+CREATE TABLE uidgen.registry_identity (
+	singleton        boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+	registry_id      uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid(),
+	created_at       timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	fleet_started_at timestamptz
+);
+COMMENT ON TABLE uidgen.registry_identity
+	IS 'This registry''s identity, which members pin, and when it was created; not dumped';
+INSERT INTO uidgen.registry_identity DEFAULT VALUES;
+REVOKE ALL ON uidgen.registry_identity FROM PUBLIC;
+GRANT SELECT ON uidgen.registry_identity TO PUBLIC;
 
 REVOKE ALL ON uidgen.registry_config, uidgen.registry_state, uidgen.server_life, uidgen.worker_block,
 	uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership FROM PUBLIC;
@@ -177,6 +203,15 @@ BEGIN
 END
 $$;
 
+-- A subscriber keeps its own identity: a copy made by logical replication
+-- is another registry.
+CREATE TRIGGER skip_replicated_write BEFORE INSERT OR UPDATE OR DELETE ON uidgen.registry_identity
+	FOR EACH ROW EXECUTE FUNCTION uidgen.skip_replicated_write();
+ALTER TABLE uidgen.registry_identity ENABLE ALWAYS TRIGGER skip_replicated_write;
+CREATE TRIGGER skip_replicated_truncate BEFORE TRUNCATE ON uidgen.registry_identity
+	FOR EACH STATEMENT EXECUTE FUNCTION uidgen.skip_replicated_write();
+ALTER TABLE uidgen.registry_identity ENABLE ALWAYS TRIGGER skip_replicated_truncate;
+
 -- ---- the registry's side: what members call over libpq --------------------
 
 -- The layout and rules members adopt; refused on a standby.
@@ -201,6 +236,22 @@ BEGIN
 END
 $$;
 
+-- How long after a registry forgot its leases (it was created again, or
+-- restored) their holders may still issue: a lease TTL, then max_borrow
+-- past it, and the clock bound between two members.  The one place that
+-- says so for quarantines.
+CREATE FUNCTION uidgen.registry_holder_bound() RETURNS interval
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT r.lease_ttl + r.max_borrow + r.max_clock_skew FROM uidgen.registry_config r
+$$;
+
+-- Which registry this is, for members to pin (registry_identity above).
+CREATE FUNCTION uidgen.registry_identity(OUT registry_id uuid, OUT created_at timestamptz,
+                                         OUT fleet_started_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	SELECT i.registry_id, i.created_at, i.fleet_started_at FROM uidgen.registry_identity i
+$$;
+
 -- Notices a registry that may have lost state (it was restarted, restored,
 -- failed over or copied since it last handed something out) and then holds
 -- new claims back for a lease TTL plus max_borrow, while members re-assert
@@ -209,11 +260,11 @@ CREATE FUNCTION uidgen.registry_check_state(OUT quarantined boolean, OUT quarant
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	st   uidgen.registry_state;
-	cfg  uidgen.registry_config;
 	sys  text := (SELECT c.system_identifier::text FROM pg_control_system() c);
 	db   oid := (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
 	born timestamptz := pg_postmaster_start_time();
 	tli  int;
+	ident uidgen.registry_identity;
 BEGIN
 	IF pg_is_in_recovery() THEN
 		RAISE EXCEPTION 'the uidgen registry database "%" is on a standby', current_database()
@@ -222,20 +273,25 @@ BEGIN
 	-- The WAL file name begins with the timeline WAL is written on now.
 	tli := ('x' || substr(pg_walfile_name(pg_current_wal_insert_lsn()), 1, 8))::bit(32)::int;
 	SELECT * INTO STRICT st FROM uidgen.registry_state FOR UPDATE;
-	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	IF st.system_identifier IS DISTINCT FROM sys OR st.database_oid IS DISTINCT FROM db
 	   OR st.timeline IS DISTINCT FROM tli OR st.server_started_at IS DISTINCT FROM born THEN
 		-- A registry that never leased anything has nothing to lose.
 		IF EXISTS (SELECT FROM uidgen.worker_block) THEN
-			st.quarantine_until := greatest(st.quarantine_until,
-			                                now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew);
+			st.quarantine_until := greatest(st.quarantine_until, now() + uidgen.registry_holder_bound());
 		END IF;
 		UPDATE uidgen.registry_state
 		   SET system_identifier = sys, database_oid = db, timeline = tli, server_started_at = born,
 		       quarantine_until = st.quarantine_until;
 	END IF;
 	quarantine_until := st.quarantine_until;
-	quarantined := coalesce(now() < st.quarantine_until, false);
+	-- A new registry and one created again look alike (no block leased):
+	-- members of a lost one may still issue for the bound, unless the
+	-- registry's owner said that no earlier fleet exists.
+	SELECT * INTO STRICT ident FROM uidgen.registry_identity;
+	IF ident.fleet_started_at IS NULL AND now() < ident.created_at + uidgen.registry_holder_bound() THEN
+		quarantine_until := greatest(quarantine_until, ident.created_at + uidgen.registry_holder_bound());
+	END IF;
+	quarantined := coalesce(now() < quarantine_until, false);
 END
 $$;
 
@@ -372,6 +428,8 @@ $$;
 -- Members call only these; grant them to the role members connect as.
 REVOKE EXECUTE ON FUNCTION uidgen.registry_rules() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_check_state() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_identity() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_holder_bound() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
@@ -420,7 +478,20 @@ $$;
 COMMENT ON FUNCTION @extschema@.uid_registry_release(uuid)
 	IS 'Releases the worker blocks of a server life that is gone';
 
+-- Setting up a registry for a new fleet: says that no earlier fleet used
+-- this registry's name, so that it leases at once rather than after
+-- registry_holder_bound().  Never for a registry created again while
+-- members of the old one may still issue.
+CREATE FUNCTION @extschema@.uid_registry_start_fleet() RETURNS uuid
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+	UPDATE uidgen.registry_identity SET fleet_started_at = coalesce(fleet_started_at, now())
+	RETURNING registry_id
+$$;
+COMMENT ON FUNCTION @extschema@.uid_registry_start_fleet()
+	IS 'Lets a new registry lease at once: no earlier fleet used its name; returns its identity';
+
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_start_fleet() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_release(uuid) FROM PUBLIC;
 
 -- Server lives and their blocks, for people.
@@ -451,6 +522,18 @@ COMMENT ON VIEW uidgen.registry_status
 	IS 'This server''s link to its registry (uidgen.registry): its life, its agent, the blocks it leases';
 REVOKE ALL ON uidgen.registry_status FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_status_rows() FROM PUBLIC;
+
+-- Moving this database to the registry its server's agent reaches now,
+-- whose identity differs from the one it joined (the registry was created
+-- again, rebuilt or replaced on purpose): it adopts that identity and joins
+-- anew, its workers starting above everything it issued or may still
+-- issue.  Run in every member database; returns the identity adopted.
+CREATE FUNCTION @extschema@.uid_registry_move() RETURNS uuid
+AS 'MODULE_PATHNAME', 'uid_registry_move'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.uid_registry_move()
+	IS 'Moves this database to the registry uidgen.registry reaches now, above every ID it issued';
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_move() FROM PUBLIC;
 
 -- Where an ID of this server's current life came from, from shared memory.
 CREATE FUNCTION uidgen.local_origin(uid bigint,

@@ -25,6 +25,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/registry_pin.hpp"
 
 extern "C" {
 #include "access/xlog.h"
@@ -233,12 +234,18 @@ connect_failed(const char *reason)
 bool
 connect_to_registry()
 {
-	/* Earlier keywords give way to the connection string's, later ones win over it. */
+	/*
+	 * Earlier keywords give way to the connection string's, later ones win
+	 * over it.  synchronous_commit is on whatever the registry's default: a
+	 * lease must be durable (on a synchronous standby too, where the
+	 * registry has one) before any ID is issued under it.
+	 */
 	const char *keywords[] = {"connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count",
 							  "tcp_user_timeout", "dbname", "application_name", "options", nullptr};
 	const char *values[] = {"5", "10", "5", "3", "15000", registry_setting, "uidgen registry agent",
 							"-c statement_timeout=5000 -c lock_timeout=2000 "
-							"-c idle_in_transaction_session_timeout=10000 -c search_path=pg_catalog",
+							"-c idle_in_transaction_session_timeout=10000 -c search_path=pg_catalog "
+							"-c synchronous_commit=on",
 							nullptr};
 	int64_t deadline = monotonic_ms() + connect_timeout_ms;
 
@@ -568,6 +575,62 @@ fetch_rules()
 	return true;
 }
 
+/*
+ * Reads which registry this is (uidgen.registry_identity()) and refuses to
+ * go on at another than the one this server life pinned: created again,
+ * rebuilt, or another database behind the same connection string, it knows
+ * nothing of the leases this server holds.  The first identity under a
+ * uidgen.registry setting is pinned (registry_pin.hpp).
+ */
+bool
+check_identity()
+{
+	const char *what = "reading the registry's identity";
+	PGresult *r = call(what, "SELECT registry_id FROM uidgen.registry_identity()", 0, nullptr);
+
+	if (r == nullptr)
+		return false;
+	if (!reply_has_shape(r, what, 1, 1))
+		return false;
+	if (PQgetisnull(r, 0, 0))
+	{
+		record_bad_reply(r, what, "column \"registry_id\" of the reply is null");
+		return false;
+	}
+
+	pg_uuid_t seen;
+	pg_uuid_t pinned;
+	const char *text = PQgetvalue(r, 0, 0);
+	if (!parse_uuid_text(text, &seen))
+	{
+		char problem[128];
+
+		snprintf(problem, sizeof(problem), "column \"registry_id\" of the reply is not a UUID: \"%.40s\"", text);
+		record_bad_reply(r, what, problem);
+		return false;
+	}
+	PQclear(r);
+
+	if (!note_registry_identity(seen, current_attempt, &pinned))
+	{
+		char message[error_text_size];
+		char seen_text[UUID_LEN * 2 + 5];
+		char pinned_text[UUID_LEN * 2 + 5];
+
+		uuid_text(seen, seen_text);
+		uuid_text(pinned, pinned_text);
+		snprintf(message, sizeof(message),
+				 "the registry database is uidgen registry %s, not %s, which this server joined: it was created "
+				 "again, rebuilt or replaced, and knows nothing of this server's leases; nothing is leased or "
+				 "renewed there (to move to it on purpose, run SELECT uid_registry_move() in every member "
+				 "database)",
+				 seen_text, pinned_text);
+		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
+		return false;
+	}
+	return true;
+}
+
 /* Appends name as a quoted element of a text[] literal. */
 void
 append_array_text(StringInfo array, const char *name)
@@ -839,6 +902,8 @@ work(LeaseTable *state)
 	bool idle = state->have_rules && state->status == AgentStatus::Ready &&
 				!renewal_due(state, monotonic_ms()) && !block_wanted(state, monotonic_ms());
 	SpinLockRelease(&state->mutex);
+	/* uid_registry_move() waits for the registry's identity read afresh. */
+	idle = idle && !identity_read_wanted();
 	if (idle)
 		return;
 
@@ -850,6 +915,9 @@ work(LeaseTable *state)
 	if (conn != nullptr && PQstatus(conn) != CONNECTION_OK)
 		disconnect();
 	if (conn == nullptr && !connect_to_registry())
+		return;
+	/* Before the rules: a registration that finds rules finds the registry pinned too. */
+	if (!check_identity())
 		return;
 	if (!fetch_rules())
 		return;
@@ -891,6 +959,7 @@ agent_loop()
 		{
 			disconnect();
 			forget_blocks();
+			unpin_registry();
 			if (connected_to != nullptr)
 				pfree(connected_to);
 			connected_to = MemoryContextStrdup(TopMemoryContext, registry_setting ? registry_setting : "");

@@ -407,4 +407,15 @@ registry_rules()
 	return rules;
 }
 
+void
+describe_current_registry(char out[registry_text_size])
+{
+	LeaseTable *state = lease_table();
+
+	SpinLockAcquire(&state->mutex);
+	memcpy(out, state->registry, registry_text_size);
+	SpinLockRelease(&state->mutex);
+	out[registry_text_size - 1] = '\0';
+}
+
 } // namespace uidgen::pg

@@ -125,6 +125,17 @@ struct LeaseTable
 	 * reservation once this moves (docs/design.md, section 8.6).
 	 */
 	std::atomic<uint64_t> joins;
+	/*
+	 * The identity of the registry (its uidgen.registry_identity): pinned
+	 * by the agent at its first exchange under this uidgen.registry, and
+	 * the one it saw last (registry_pin.hpp, docs/design.md section 8.5).
+	 */
+	bool registry_pinned;
+	uint8 registry_id[16];
+	bool registry_seen;
+	uint8 registry_seen_id[16];
+	uint64 registry_seen_attempt;	/* the attempt that read registry_seen_id */
+	uint64 identity_wanted;			/* an attempt that reads it is wanted (uid_registry_move()) */
 };
 static_assert(std::is_trivially_destructible_v<LeaseTable>);
 
@@ -217,5 +228,8 @@ std::optional<RegistryRules> registry_rules();
 [[noreturn]] void report_registry_failure(const char *what, bool fresh);
 
 void wake_agent();
+
+/* The registry's connection string without its secrets, as the agent last set it. */
+void describe_current_registry(char out[registry_text_size]);
 
 } // namespace uidgen::pg

@@ -28,4 +28,14 @@ void adopt_registry_layout();
 Claim claim_granted_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
 						 int64_t borrow_units, bool reuse);
 
+/*
+ * The time unit above every ID this database issued, or may still issue
+ * under a worker it holds (its workers' last units, its time reservation
+ * once no raise is under way, now + max_borrow); Generator::no_floor when
+ * no worker ever registered in it.  Counts a join first (lease_table.hpp,
+ * joins_so_far()), so that a worker claimed without a registry extends its
+ * reservation no further.
+ */
+int64_t floor_above_all_issued(int64_t now_delta, int64_t borrow_units);
+
 } // namespace uidgen::pg

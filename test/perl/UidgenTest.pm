@@ -421,7 +421,8 @@ sub poll_for
 
 # A started node whose database "registry" holds the extension and the
 # fleet's registry, with a short lease (lease_ttl, default 10s) so that tests
-# can outlive it.  It is a member of itself unless member => 0.
+# can outlive it, set up for a new fleet (uid_registry_start_fleet()).  It is
+# a member of itself unless member => 0.
 sub new_registry_node
 {
 	my ($name, %params) = @_;
@@ -429,7 +430,7 @@ sub new_registry_node
 		conf => [ "shared_preload_libraries = 'uidgen'", @{ $params{conf} // [] } ]);
 
 	$node->safe_psql('postgres', 'CREATE DATABASE registry');
-	$node->safe_psql('registry', 'CREATE EXTENSION uidgen');
+	$node->safe_psql('registry', 'CREATE EXTENSION uidgen; SELECT uid_registry_start_fleet()');
 	$node->safe_psql('registry', "SELECT uid_registry_configure(lease_ttl => '" . ($params{lease_ttl} // '10s') . "'"
 		. ($params{max_borrow} ? ", max_borrow => '$params{max_borrow}'" : '') . ")");
 	unless (defined $params{member} && !$params{member})

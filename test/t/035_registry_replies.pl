@@ -17,7 +17,7 @@ my $registry = new_registry_node('registry', member => 0);
 # The fake registry: uidgen's real functions renamed, and in their place
 # functions of other shapes.
 $registry->safe_psql('postgres', 'CREATE DATABASE fake');
-$registry->safe_psql('fake', "CREATE EXTENSION uidgen; SELECT uid_registry_configure(lease_ttl => '10s')");
+$registry->safe_psql('fake', "CREATE EXTENSION uidgen; SELECT uid_registry_start_fleet(); SELECT uid_registry_configure(lease_ttl => '10s')");
 my $claim_args = 'life uuid, system_identifier text, timeline int, host text, port int, databases text[]';
 my $renew_args = "$claim_args, blocks bigint[], floors bigint[], grant_workers bigint[], grant_databases text[]";
 my $rules_columns = 'time_bits int, worker_bits int, seq_bits int, epoch_ms bigint, unit_ms int, max_borrow_ms bigint, '
