@@ -42,9 +42,12 @@ CREATE TABLE uidgen.server_life (
 	port              int NOT NULL,
 	databases         text[] NOT NULL DEFAULT '{}',
 	joined_at         timestamptz NOT NULL DEFAULT pg_catalog.now(),
-	last_seen         timestamptz NOT NULL DEFAULT pg_catalog.now()
+	last_seen         timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	member_role       name NOT NULL DEFAULT session_user
 );
 COMMENT ON TABLE uidgen.server_life IS 'Server lives (postmaster starts) that leased worker blocks; for people';
+COMMENT ON COLUMN uidgen.server_life.member_role
+	IS 'The role the life''s agent connects as: only it claims and renews under the life';
 
 -- Block b holds worker ids (b - 1) * block_size + 1 to b * block_size.
 CREATE TABLE uidgen.worker_block (
@@ -306,12 +309,27 @@ $$;
 CREATE FUNCTION uidgen.registry_touch_life(life uuid, system_identifier text, timeline int, host text, port int,
                                            databases text[])
 RETURNS void
-LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
-	INSERT INTO uidgen.server_life AS l (life, system_identifier, timeline, host, port, databases)
-	VALUES (life, system_identifier, timeline, host, port, databases)
-	ON CONFLICT (life) DO UPDATE
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	-- Life tokens are readable by every member role (server_life is for
+	-- people), so a life is bound to the role that first used it: another
+	-- role could otherwise keep its blocks alive or lease under it.
+	-- session_user, since current_user is the definer's in registry_claim()
+	-- and registry_renew().
+	INSERT INTO uidgen.server_life AS l (life, system_identifier, timeline, host, port, databases, member_role)
+	VALUES (life, system_identifier, timeline, host, port, databases, session_user)
+	ON CONFLICT ON CONSTRAINT server_life_pkey DO UPDATE
 	   SET timeline = excluded.timeline, last_seen = now(),
 	       databases = ARRAY(SELECT DISTINCT d FROM unnest(l.databases || excluded.databases) d ORDER BY 1)
+	 WHERE l.member_role = excluded.member_role;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'uidgen server life % belongs to another member role', life
+			USING ERRCODE = 'insufficient_privilege',
+			      DETAIL = format('Only role %I claims and renews under it; this session''s role is %I.',
+			                      (SELECT l.member_role FROM uidgen.server_life l WHERE l.life = registry_touch_life.life),
+			                      session_user);
+	END IF;
+END
 $$;
 
 -- Leases one block of worker ids to a server life: the oldest block whose
