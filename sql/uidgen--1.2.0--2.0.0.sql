@@ -59,14 +59,19 @@ CREATE TABLE uidgen.worker_block (
 	claimed_at       timestamptz NOT NULL,
 	lease_expires_at timestamptz NOT NULL,
 	released_at      timestamptz,
-	reusable_after   timestamptz NOT NULL
+	reusable_after   timestamptz NOT NULL,
+	lease_id         uuid NOT NULL
 );
 COMMENT ON TABLE uidgen.worker_block IS 'Worker id blocks and the server life leasing each';
 COMMENT ON COLUMN uidgen.worker_block.reusable_after
 	IS 'The lease''s end plus max_borrow and the clock bound: no ID of its holder is later';
+COMMENT ON COLUMN uidgen.worker_block.lease_id
+	IS 'The block''s current lease, which renewals must name: a lease that lapsed is never renewed';
 
--- Every lease ever granted, for uid_origin(): a block's leases never share
--- a time unit, since each starts above the last (floor_delta).
+-- Every lease ever made (of one block to one server life, named by a random
+-- lease ID, never a sequence, which a restore would roll back), for
+-- uid_origin(): a block's leases never share a time unit, since each starts
+-- above the last (floor_delta).
 CREATE TABLE uidgen.worker_block_lease (
 	block        bigint NOT NULL,
 	life         uuid NOT NULL,
@@ -74,16 +79,18 @@ CREATE TABLE uidgen.worker_block_lease (
 	last_worker  bigint NOT NULL,
 	floor_delta  bigint NOT NULL,
 	claimed_at   timestamptz NOT NULL,
+	lease_id     uuid NOT NULL UNIQUE,
 	PRIMARY KEY (block, floor_delta, life)
 );
 
--- Which database of a server life each of its workers went to.
+-- Which database each worker of a lease went to (a grant).
 CREATE TABLE uidgen.worker_grant (
 	life       uuid NOT NULL,
 	worker     bigint NOT NULL,
 	database   name NOT NULL,
 	granted_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
-	PRIMARY KEY (life, worker)
+	lease_id   uuid NOT NULL,
+	PRIMARY KEY (lease_id, worker)
 );
 
 -- A member database's joining: workers it claims from then on start above
@@ -340,13 +347,14 @@ CREATE FUNCTION uidgen.registry_claim(life uuid, system_identifier text, timelin
                                       databases text[],
                                       OUT block bigint, OUT first_worker bigint, OUT last_worker bigint,
                                       OUT floor_delta bigint, OUT lease_ttl_ms bigint,
-                                      OUT held_back_until timestamptz)
+                                      OUT held_back_until timestamptz, OUT lease_id uuid)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	cfg   uidgen.registry_config;
 	state record := uidgen.registry_check_state();
 	top   bigint := (SELECT (1::bigint << c.worker_bits) - 1 FROM uidgen.config c);
 	spent uidgen.worker_block;
+	drawn uuid;		-- lease_id, under a name that no column has
 BEGIN
 	-- Not an error: what registry_check_state() noticed must commit.
 	IF state.quarantined THEN
@@ -378,28 +386,38 @@ BEGIN
 		END IF;
 	END IF;
 
+	-- A new grant every time, even for the life that held the block last:
+	-- what it leased before has lapsed for good.  Random, never a sequence,
+	-- which a restore of the registry would roll back.
+	lease_id := gen_random_uuid();
+	drawn := lease_id;
 	INSERT INTO uidgen.worker_block AS b
-	       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after)
+	       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after, lease_id)
 	VALUES (block, first_worker, last_worker, life, 'leased', now(), now() + cfg.lease_ttl,
-	        now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew)
+	        now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew, drawn)
 	ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
 	   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
 	       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
-	       reusable_after = excluded.reusable_after;
-	INSERT INTO uidgen.worker_block_lease AS h (block, life, first_worker, last_worker, floor_delta, claimed_at)
-	VALUES (block, life, first_worker, last_worker, floor_delta, now());
+	       reusable_after = excluded.reusable_after, lease_id = excluded.lease_id;
+	INSERT INTO uidgen.worker_block_lease AS h
+	       (block, life, first_worker, last_worker, floor_delta, claimed_at, lease_id)
+	VALUES (block, life, first_worker, last_worker, floor_delta, now(), drawn);
 	lease_ttl_ms := (extract(epoch FROM cfg.lease_ttl) * 1000)::bigint;
 END
 $$;
 
--- Renews the leases of blocks a server life holds; returns those it still
--- holds.  While the registry holds claims back, a block its lost state does
--- not show as this life's is re-asserted (floors as the member knows them).
--- Records which database each new worker went to.
+-- Renews the leases a server life holds (blocks[i] under lease_ids[i]);
+-- returns those it still holds.  A lease is renewed only by its ID: one
+-- that lapsed, and whose block went to anyone since, this same life
+-- included, is not.  While the registry holds claims back, a lease its
+-- lost state does not show is re-asserted (floors as the member knows
+-- them).  Records which database each new worker went to, and under which
+-- lease (grant_leases[i]).
 CREATE FUNCTION uidgen.registry_renew(life uuid, system_identifier text, timeline int, host text, port int,
                                       databases text[], blocks bigint[], floors bigint[],
-                                      grant_workers bigint[], grant_databases text[])
-RETURNS TABLE (block bigint, lease_ttl_ms bigint)
+                                      grant_workers bigint[], grant_databases text[],
+                                      lease_ids uuid[], grant_leases uuid[])
+RETURNS TABLE (block bigint, lease_ttl_ms bigint, lease_id uuid)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	cfg   uidgen.registry_config;
@@ -407,38 +425,46 @@ DECLARE
 	top   bigint := (SELECT (1::bigint << c.worker_bits) - 1 FROM uidgen.config c);
 	i     int;
 	b     bigint;
+	g     uuid;
 BEGIN
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
 	lease_ttl_ms := (extract(epoch FROM cfg.lease_ttl) * 1000)::bigint;
 	FOR i IN 1 .. coalesce(array_length(blocks, 1), 0) LOOP
 		b := blocks[i];
+		g := lease_ids[i];
+		CONTINUE WHEN g IS NULL;
 		UPDATE uidgen.worker_block w
 		   SET lease_expires_at = now() + cfg.lease_ttl,
 		       reusable_after = now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew
-		 WHERE w.block = b AND w.life = registry_renew.life AND w.status = 'leased';
+		 WHERE w.block = b AND w.life = registry_renew.life AND w.lease_id = g AND w.status = 'leased';
 		IF NOT FOUND AND state.quarantined THEN
 			LOCK TABLE uidgen.worker_block IN EXCLUSIVE MODE;
 			INSERT INTO uidgen.worker_block AS w
-			       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after)
+			       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after,
+			        lease_id)
 			VALUES (b, (b - 1) * cfg.block_size + 1, least(b * cfg.block_size, top), registry_renew.life, 'leased',
-			        now(), now() + cfg.lease_ttl, now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew)
+			        now(), now() + cfg.lease_ttl, now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew, g)
 			ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
 			   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
 			       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
-			       reusable_after = greatest(w.reusable_after, excluded.reusable_after);
-			INSERT INTO uidgen.worker_block_lease (block, life, first_worker, last_worker, floor_delta, claimed_at)
+			       reusable_after = greatest(w.reusable_after, excluded.reusable_after),
+			       lease_id = excluded.lease_id;
+			INSERT INTO uidgen.worker_block_lease
+			       (block, life, first_worker, last_worker, floor_delta, claimed_at, lease_id)
 			VALUES (b, registry_renew.life, (b - 1) * cfg.block_size + 1, least(b * cfg.block_size, top),
-			        floors[i], now())
+			        floors[i], now(), g)
 			ON CONFLICT DO NOTHING;
 		ELSIF NOT FOUND THEN
 			CONTINUE;
 		END IF;
 		block := b;
+		lease_id := g;
 		RETURN NEXT;
 	END LOOP;
-	INSERT INTO uidgen.worker_grant AS g (life, worker, database)
-	SELECT registry_renew.life, w, d FROM unnest(grant_workers, grant_databases) AS u(w, d)
+	INSERT INTO uidgen.worker_grant AS wg (life, worker, database, lease_id)
+	SELECT registry_renew.life, w, d, u.g FROM unnest(grant_workers, grant_databases, grant_leases) AS u(w, d, g)
+	 WHERE u.g IS NOT NULL
 	ON CONFLICT DO NOTHING;
 END
 $$;
@@ -451,7 +477,7 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_holder_bound() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
-                                                 bigint[], text[]) FROM PUBLIC;
+                                                 bigint[], text[], uuid[], uuid[]) FROM PUBLIC;
 
 -- ---- the registry's owner ---------------------------------------------------
 
@@ -581,7 +607,7 @@ BEGIN
 	  INTO result
 	  FROM uidgen.worker_block_lease h
 	  JOIN uidgen.server_life l ON l.life = h.life
-	  LEFT JOIN uidgen.worker_grant g ON g.life = h.life AND g.worker = uid_worker
+	  LEFT JOIN uidgen.worker_grant g ON g.lease_id = h.lease_id AND g.worker = uid_worker
 	 WHERE uid_worker BETWEEN h.first_worker AND h.last_worker AND h.floor_delta < uid_delta
 	 ORDER BY h.floor_delta DESC, h.claimed_at DESC
 	 LIMIT 1;

@@ -485,6 +485,24 @@ reply_int64(PGresult *result, const char *what, int row, int col, int64_t *value
 }
 
 /*
+ * Column col of row as a lease ID, the text form of a UUID, parsed
+ * strictly; otherwise records the reply as a protocol violation, clears it
+ * and returns false.
+ */
+bool
+reply_lease_id(PGresult *result, const char *what, int row, int col, LeaseId *id)
+{
+	char problem[256];
+
+	if (!PQgetisnull(result, row, col) && parse_lease_id(PQgetvalue(result, row, col), id))
+		return true;
+	snprintf(problem, sizeof(problem), "column \"%s\" of the reply is not a lease ID: \"%.64s\"",
+			 PQfname(result, col), PQgetisnull(result, row, col) ? "" : PQgetvalue(result, row, col));
+	record_bad_reply(result, what, problem);
+	return false;
+}
+
+/*
  * Fetches the registry's rules and checks the two clocks against each
  * other: the registry's, read between two readings of ours, may be off by
  * half the round trip.
@@ -707,7 +725,8 @@ identity_of(LeaseTable *state)
 bool
 renew(LeaseTable *state)
 {
-	StringInfoData blocks, floors, workers, databases;
+	StringInfoData blocks, floors, lease_ids, workers, databases, grant_leases;
+	char text[lease_id_text_size];
 	LeasedBlock *held = static_cast<LeasedBlock *>(palloc(sizeof(LeasedBlock) * max_leased_blocks));
 	Grant *grants = static_cast<Grant *>(palloc(sizeof(Grant) * max_grants));
 	int nheld;
@@ -723,12 +742,16 @@ renew(LeaseTable *state)
 
 	initStringInfo(&blocks);
 	initStringInfo(&floors);
+	initStringInfo(&lease_ids);
 	initStringInfo(&workers);
 	initStringInfo(&databases);
+	initStringInfo(&grant_leases);
 	for (int i = 0; i < nheld; i++)
 	{
+		lease_id_text(held[i].lease_id, text);
 		appendStringInfo(&blocks, "%s%lld", i > 0 ? "," : "", static_cast<long long>(held[i].block));
 		appendStringInfo(&floors, "%s%lld", i > 0 ? "," : "", static_cast<long long>(held[i].floor_delta));
+		appendStringInfo(&lease_ids, "%s%s", i > 0 ? "," : "", text);
 	}
 	int nreported = 0;
 	for (int i = 0; i < ngrants; i++)
@@ -736,6 +759,8 @@ renew(LeaseTable *state)
 		if (grants[i].reported)
 			continue;
 		appendStringInfo(&workers, "%s%lld", nreported > 0 ? "," : "", static_cast<long long>(grants[i].worker));
+		lease_id_text(grants[i].lease_id, text);
+		appendStringInfo(&grant_leases, "%s%s", nreported > 0 ? "," : "", text);
 		if (nreported > 0)
 			appendStringInfoChar(&databases, ',');
 		append_array_text(&databases, NameStr(grants[i].database_name));
@@ -747,30 +772,35 @@ renew(LeaseTable *state)
 	char *floors_text = psprintf("{%s}", floors.data);
 	char *workers_text = psprintf("{%s}", workers.data);
 	char *databases_text = psprintf("{%s}", databases.data);
+	char *lease_ids_text = psprintf("{%s}", lease_ids.data);
+	char *grant_leases_text = psprintf("{%s}", grant_leases.data);
 	Identity id = identity_of(state);
 	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases,
-							blocks_text, floors_text, workers_text, databases_text};
+							blocks_text, floors_text, workers_text, databases_text, lease_ids_text,
+							grant_leases_text};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("renewing the leases",
-					   "SELECT block, lease_ttl_ms FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-					   "$10)",
-					   10, params);
+					   "SELECT block, lease_ttl_ms, lease_id FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, "
+					   "$8, $9, $10, $11, $12)",
+					   12, params);
 
 	if (r == nullptr)
 		return false;
 
 	/* Parsed first: the spinlock is held for a copy only. */
 	const char *what = "renewing the leases";
-	if (!reply_has_shape(r, what, -1, 2))
+	if (!reply_has_shape(r, what, -1, 3))
 		return false;
 	int nrenewed = PQntuples(r);
 	int64_t *renewed = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
+	LeaseId *renewed_lease = static_cast<LeaseId *>(palloc(sizeof(LeaseId) * (nrenewed + 1)));
 	int64_t *deadline = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
 	for (int row = 0; row < nrenewed; row++)
 	{
 		int64_t ttl;
 
-		if (!reply_int64(r, what, row, 0, &renewed[row]) || !reply_int64(r, what, row, 1, &ttl))
+		if (!reply_int64(r, what, row, 0, &renewed[row]) || !reply_int64(r, what, row, 1, &ttl) ||
+			!reply_lease_id(r, what, row, 2, &renewed_lease[row]))
 			return false;
 		if (ttl <= 0)
 		{
@@ -791,7 +821,8 @@ renew(LeaseTable *state)
 	{
 		for (int row = 0; row < nrenewed; row++)
 		{
-			if (renewed[row] == state->blocks[i].block)
+			/* By its lease ID: the block alone may be this life's again under another lease. */
+			if (renewed[row] == state->blocks[i].block && renewed_lease[row] == state->blocks[i].lease_id)
 			{
 				state->blocks[i].deadline_mono_ms = deadline[row];
 				state->blocks[kept++] = state->blocks[i];
@@ -814,14 +845,14 @@ claim_block(LeaseTable *state)
 	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("leasing a block of worker ids",
-					   "SELECT block, first_worker, last_worker, floor_delta, lease_ttl_ms, held_back_until "
+					   "SELECT block, first_worker, last_worker, floor_delta, lease_ttl_ms, held_back_until, lease_id "
 					   "FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
 					   6, params);
 
 	if (r == nullptr)
 		return false;
 	const char *what = "leasing a block of worker ids";
-	if (!reply_has_shape(r, what, 1, 6))
+	if (!reply_has_shape(r, what, 1, 7))
 		return false;
 	int64_t block;
 	bool held_back;
@@ -849,7 +880,8 @@ claim_block(LeaseTable *state)
 	int64_t ttl;
 	b.block = block;
 	if (!reply_int64(r, what, 0, 1, &b.first_worker) || !reply_int64(r, what, 0, 2, &b.last_worker) ||
-		!reply_int64(r, what, 0, 3, &b.floor_delta) || !reply_int64(r, what, 0, 4, &ttl))
+		!reply_int64(r, what, 0, 3, &b.floor_delta) || !reply_int64(r, what, 0, 4, &ttl) ||
+		!reply_lease_id(r, what, 0, 6, &b.lease_id))
 		return false;
 	PQclear(r);
 	if (b.block < 1 || b.first_worker < 1 || b.last_worker < b.first_worker || ttl <= 0)
@@ -954,18 +986,34 @@ agent_loop()
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		/* Another registry, or none: the blocks of the old one mean nothing to the new. */
+		/*
+		 * Another registry, or none: the blocks of the old one mean nothing
+		 * to the new.  A new agent process of the same server life, for the
+		 * registry its predecessor worked for, resumes its grants instead:
+		 * they live in shared memory, and its predecessor's holders issue
+		 * under them still (lease_table.hpp).
+		 */
 		if (connected_to == nullptr || strcmp(connected_to, registry_setting ? registry_setting : "") != 0)
 		{
+			char registry[registry_text_size];
+			describe_registry(registry_setting ? registry_setting : "", registry, sizeof(registry));
+
+			char worked_for[registry_text_size];
+			SpinLockAcquire(&state->mutex);
+			memcpy(worked_for, state->registry, sizeof(worked_for));
+			SpinLockRelease(&state->mutex);
+			bool resumed = connected_to == nullptr && registry_configured() && strcmp(worked_for, registry) == 0;
+
 			disconnect();
-			forget_blocks();
-			unpin_registry();
+			if (!resumed)
+			{
+				forget_blocks();
+				unpin_registry();
+			}
 			if (connected_to != nullptr)
 				pfree(connected_to);
 			connected_to = MemoryContextStrdup(TopMemoryContext, registry_setting ? registry_setting : "");
 
-			char registry[registry_text_size];
-			describe_registry(connected_to, registry, sizeof(registry));
 			SpinLockAcquire(&state->mutex);
 			strlcpy(state->registry, registry, sizeof(state->registry));
 			SpinLockRelease(&state->mutex);

@@ -66,20 +66,80 @@ block_with_room(LeaseTable *state, int64_t now_mono)
 	return nullptr;
 }
 
+/* The block this server life holds under lease, or nullptr; under the mutex. */
 const LeasedBlock *
-block_of(const LeaseTable *state, int64_t worker)
+block_of_lease(const LeaseTable *state, const LeaseId &lease)
 {
 	for (int i = 0; i < state->nblocks; i++)
 	{
 		const LeasedBlock &b = state->blocks[i];
 
-		if (worker >= b.first_worker && worker <= b.last_worker)
+		if (b.lease_id == lease)
 			return &b;
 	}
 	return nullptr;
 }
 
+int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Where the text form of a UUID has its hyphens. */
+bool
+hyphen_at(int i)
+{
+	return i == 8 || i == 13 || i == 18 || i == 23;
+}
+
 } // namespace
+
+void
+lease_id_text(const LeaseId &id, char out[lease_id_text_size])
+{
+	static const char digits[] = "0123456789abcdef";
+	int pos = 0;
+
+	for (int i = 0; i < 16; i++)
+	{
+		if (hyphen_at(pos))
+			out[pos++] = '-';
+		out[pos++] = digits[id.bytes[i] >> 4];
+		out[pos++] = digits[id.bytes[i] & 0x0f];
+	}
+	out[pos] = '\0';
+}
+
+bool
+parse_lease_id(const char *text, LeaseId *id)
+{
+	int byte = 0;
+
+	if (text == nullptr || strlen(text) != lease_id_text_size - 1)
+		return false;
+	for (int i = 0; i < lease_id_text_size - 1; i += 2)
+	{
+		if (hyphen_at(i))
+		{
+			if (text[i] != '-')
+				return false;
+			i++;
+		}
+		int high = hex_digit(text[i]);
+		int low = hex_digit(text[i + 1]);
+		if (high < 0 || low < 0)
+			return false;
+		id->bytes[byte++] = static_cast<uint8>(high << 4 | low);
+	}
+	return byte == 16;
+}
 
 Layout
 RegistryRules::layout() const
@@ -243,12 +303,13 @@ try_take(LeaseTable *state, Oid database, const char *database_name)
 	{
 		Grant &g = state->grants[state->ngrants++];
 
+		g.lease_id = b->lease_id;
 		g.worker = b->next_worker++;
 		g.database = database;
 		namestrcpy(&g.database_name, database_name);
 		g.reported = false;
 		g.issued_until = -1;
-		taken = GrantedWorker{g.worker, b->floor_delta};
+		taken = GrantedWorker{g.worker, b->floor_delta, b->lease_id};
 	}
 	SpinLockRelease(&state->mutex);
 
@@ -356,9 +417,12 @@ granted_workers(Oid database, int *count)
 	SpinLockAcquire(&state->mutex);
 	for (int i = 0; i < state->ngrants; i++)
 	{
-		const LeasedBlock *b = block_of(state, state->grants[i].worker);
+		const LeasedBlock *b = block_of_lease(state, state->grants[i].lease_id);
 
-		/* A worker of a block whose lease ended may be another server's now. */
+		/*
+		 * A worker of a lease that lapsed may be another server's now, or
+		 * another database's of this one, under a new lease of its block.
+		 */
 		if (state->grants[i].database == database && b != nullptr &&
 			b->deadline_mono_ms - now_mono >= least_lease_left_ms)
 			workers[n++] = state->grants[i].worker;
@@ -368,8 +432,28 @@ granted_workers(Oid database, int *count)
 	return workers;
 }
 
+std::optional<LeaseId>
+live_lease(int64_t worker, Oid database)
+{
+	LeaseTable *state = lease_table();
+	std::optional<LeaseId> live;
+	int64_t now_mono = monotonic_ms();
+
+	SpinLockAcquire(&state->mutex);
+	for (int i = 0; i < state->ngrants && !live; i++)
+	{
+		const Grant &g = state->grants[i];
+		const LeasedBlock *b = g.worker == worker && g.database == database ? block_of_lease(state, g.lease_id) : nullptr;
+
+		if (b != nullptr && b->deadline_mono_ms - now_mono >= least_lease_left_ms)
+			live = g.lease_id;
+	}
+	SpinLockRelease(&state->mutex);
+	return live;
+}
+
 std::optional<int64_t>
-lease_cap_delta(int64_t worker, const Layout &layout)
+lease_cap_delta(const LeaseId &lease, const Layout &layout)
 {
 	LeaseTable *state = lease_table();
 	int64_t deadline = 0;
@@ -378,7 +462,7 @@ lease_cap_delta(int64_t worker, const Layout &layout)
 	if (state == nullptr)
 		return std::nullopt;
 	SpinLockAcquire(&state->mutex);
-	const LeasedBlock *b = block_of(state, worker);
+	const LeasedBlock *b = block_of_lease(state, lease);
 	if (b != nullptr)
 	{
 		deadline = b->deadline_mono_ms;

@@ -73,8 +73,9 @@ public:
 	 * in recheck, so that the hot path, which looks at it anyway, needs no
 	 * test of its own.
 	 */
-	LeasedReservation(const Layout &layout, int64_t worker, bool leased, uint64_t joins_seen, uint8_t &recheck)
-		: database_(layout), layout_(layout), worker_(worker), leased_(leased), joins_seen_(joins_seen),
+	LeasedReservation(const Layout &layout, int64_t worker, bool leased, const LeaseId &lease, uint64_t joins_seen,
+					  uint8_t &recheck)
+		: database_(layout), layout_(layout), worker_(worker), leased_(leased), lease_(lease), joins_seen_(joins_seen),
 		  recheck_(recheck)
 	{
 	}
@@ -93,7 +94,7 @@ public:
 			refuse_if_joined();
 			return covered;
 		}
-		std::optional<int64_t> cap = lease_cap_delta(worker_, layout_);
+		std::optional<int64_t> cap = lease_cap_delta(lease_, layout_);
 		if (!cap || *cap < delta)
 		{
 			lost_ = true;
@@ -104,6 +105,7 @@ public:
 	}
 
 	bool leased() const { return leased_; }
+	const LeaseId &lease() const { return lease_; }
 	uint64_t joins_seen() const { return joins_seen_; }
 	bool lost() const { return lost_; }
 
@@ -121,6 +123,7 @@ private:
 	Layout layout_;
 	int64_t worker_;
 	bool leased_;
+	LeaseId lease_;				/* leased: the lease it came from */
 	uint64_t joins_seen_;
 	uint8_t &recheck_;
 	bool lost_ = false;

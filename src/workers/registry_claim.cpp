@@ -96,7 +96,7 @@ id_array(const int64_t *ids, int count)
  */
 bool
 claim_granted_worker(const Layout &layout, const char *identity, Oid worker_table, int64_t now_delta,
-					 Claim *claim)
+					 Claim *claim, LeaseId *lease)
 {
 	int count;
 	int64_t *granted = granted_workers(MyDatabaseId, &count);
@@ -104,6 +104,11 @@ claim_granted_worker(const Layout &layout, const char *identity, Oid worker_tabl
 	if (count == 0 ||
 		!claim_released_worker(layout, identity, worker_table, now_delta, id_array(granted, count), claim))
 		return false;
+	/*
+	 * Its lease may have lapsed since granted_workers() looked: then it
+	 * issues nothing (lease_cap_delta), and the next command claims again.
+	 */
+	*lease = live_lease(claim->worker, MyDatabaseId).value_or(LeaseId{});
 	claim->floor_delta = std::max(claim->floor_delta, grant_issued_until(claim->worker));
 	return true;
 }
@@ -249,17 +254,17 @@ adopt_registry_layout()
 
 Claim
 claim_granted_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
-				   int64_t borrow_units, bool reuse)
+				   int64_t borrow_units, bool reuse, LeaseId *lease)
 {
 	Claim claim{};
 	int64_t joined = join_floor(origin.identity, worker_table, now_delta, borrow_units);
 
 	if (reuse)
 	{
-		if (claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim))
+		if (claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim, lease))
 			return claim;
 		if (release_dead_workers(worker_table, origin.identity, now_delta + borrow_units) > 0 &&
-			claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim))
+			claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim, lease))
 			return claim;
 	}
 
@@ -277,6 +282,7 @@ claim_granted_worker(const Layout &layout, const DatabaseOrigin &origin, Oid wor
 		if (!try_lock_worker(worker_table, taken.worker))
 			continue;
 		int64_t floor = std::max({taken.floor_delta, joined, worker_last_time(taken.worker).value_or(-1)});
+		*lease = taken.lease_id;
 		return Claim{taken.worker, floor};
 	}
 	ereport(ERROR,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/layout.hpp"
+#include "registry/lease_table.hpp"
 #include "workers/worker_table.hpp"
 
 namespace uidgen::pg {
@@ -24,9 +25,10 @@ void adopt_registry_layout();
  * database has not (a join floor above every ID it issued before), then
  * reuses a released worker this server life granted to this database, or
  * takes a fresh one from the server's blocks.  Takes its session locks.
+ * Sets lease to the lease the worker came from.
  */
 Claim claim_granted_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
-						 int64_t borrow_units, bool reuse);
+						 int64_t borrow_units, bool reuse, LeaseId *lease);
 
 /*
  * The time unit above every ID this database issued, or may still issue
