@@ -60,13 +60,16 @@ CREATE TABLE uidgen.worker_block (
 	lease_expires_at timestamptz NOT NULL,
 	released_at      timestamptz,
 	reusable_after   timestamptz NOT NULL,
-	lease_id         uuid NOT NULL
+	lease_id         uuid NOT NULL,
+	ceiling_delta    bigint NOT NULL
 );
 COMMENT ON TABLE uidgen.worker_block IS 'Worker id blocks and the server life leasing each';
 COMMENT ON COLUMN uidgen.worker_block.reusable_after
 	IS 'The lease''s end plus max_borrow and the clock bound: no ID of its holder is later';
 COMMENT ON COLUMN uidgen.worker_block.lease_id
 	IS 'The block''s current lease, which renewals must name: a lease that lapsed is never renewed';
+COMMENT ON COLUMN uidgen.worker_block.ceiling_delta
+	IS 'The highest time unit any holder of the block was ever allowed (only rises): the next starts above it';
 
 -- Every lease ever made (of one block to one server life, named by a random
 -- lease ID, never a sequence, which a restore would roll back), for
@@ -347,7 +350,8 @@ CREATE FUNCTION uidgen.registry_claim(life uuid, system_identifier text, timelin
                                       databases text[],
                                       OUT block bigint, OUT first_worker bigint, OUT last_worker bigint,
                                       OUT floor_delta bigint, OUT lease_ttl_ms bigint,
-                                      OUT held_back_until timestamptz, OUT lease_id uuid)
+                                      OUT held_back_until timestamptz, OUT lease_id uuid,
+                                      OUT ceiling_delta bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	cfg   uidgen.registry_config;
@@ -355,6 +359,7 @@ DECLARE
 	top   bigint := (SELECT (1::bigint << c.worker_bits) - 1 FROM uidgen.config c);
 	spent uidgen.worker_block;
 	drawn uuid;		-- lease_id, under a name that no column has
+	ceiling bigint;	-- ceiling_delta, likewise
 BEGIN
 	-- Not an error: what registry_check_state() noticed must commit.
 	IF state.quarantined THEN
@@ -372,12 +377,21 @@ BEGIN
 		block := spent.block;
 		first_worker := spent.first_worker;
 		last_worker := spent.last_worker;
-		floor_delta := uidgen.registry_delta(spent.reusable_after);
+		-- Above every unit its last holder may have issued: the ceilings
+		-- granted (recorded, so a member's clock plays no part), and the
+		-- lease's end plus max_borrow on the registry's clock.
+		floor_delta := greatest(uidgen.registry_delta(spent.reusable_after), spent.ceiling_delta);
 	ELSE
 		block := coalesce((SELECT max(b.block) FROM uidgen.worker_block b), 0) + 1;
 		first_worker := (block - 1) * cfg.block_size + 1;
 		last_worker := least(block * cfg.block_size, top);
-		floor_delta := -1;
+		-- A block this registry never leased may still have been leased by
+		-- the state it lost (a restore): its lost holders issued nothing
+		-- above their ceilings, all below the registry's clock once the
+		-- quarantine (or a new registry's wait) is over (docs/design.md
+		-- 8.0, A3).  So its first holder starts at the registry's clock,
+		-- not at -1, and no member's clock enters.
+		floor_delta := uidgen.registry_delta(now());
 		IF first_worker > top THEN
 			RAISE EXCEPTION 'no uidgen worker block is left'
 				USING ERRCODE = 'program_limit_exceeded',
@@ -391,14 +405,20 @@ BEGIN
 	-- which a restore of the registry would roll back.
 	lease_id := gen_random_uuid();
 	drawn := lease_id;
+	-- The highest unit the holder may issue under this lease, on the
+	-- registry's clock: the member caps its IDs there whatever its clock.
+	ceiling_delta := uidgen.registry_delta(now() + cfg.lease_ttl + cfg.max_borrow);
+	ceiling := ceiling_delta;
 	INSERT INTO uidgen.worker_block AS b
-	       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after, lease_id)
+	       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after, lease_id,
+	        ceiling_delta)
 	VALUES (block, first_worker, last_worker, life, 'leased', now(), now() + cfg.lease_ttl,
-	        now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew, drawn)
+	        now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew, drawn, ceiling)
 	ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
 	   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
 	       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
-	       reusable_after = excluded.reusable_after, lease_id = excluded.lease_id;
+	       reusable_after = excluded.reusable_after, lease_id = excluded.lease_id,
+	       ceiling_delta = greatest(b.ceiling_delta, excluded.ceiling_delta);
 	INSERT INTO uidgen.worker_block_lease AS h
 	       (block, life, first_worker, last_worker, floor_delta, claimed_at, lease_id)
 	VALUES (block, life, first_worker, last_worker, floor_delta, now(), drawn);
@@ -417,7 +437,7 @@ CREATE FUNCTION uidgen.registry_renew(life uuid, system_identifier text, timelin
                                       databases text[], blocks bigint[], floors bigint[],
                                       grant_workers bigint[], grant_databases text[],
                                       lease_ids uuid[], grant_leases uuid[])
-RETURNS TABLE (block bigint, lease_ttl_ms bigint, lease_id uuid)
+RETURNS TABLE (block bigint, lease_ttl_ms bigint, lease_id uuid, ceiling_delta bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	cfg   uidgen.registry_config;
@@ -426,6 +446,8 @@ DECLARE
 	i     int;
 	b     bigint;
 	g     uuid;
+	c     bigint;
+	top_c bigint;
 BEGIN
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
@@ -434,22 +456,27 @@ BEGIN
 		b := blocks[i];
 		g := lease_ids[i];
 		CONTINUE WHEN g IS NULL;
+		-- Renewing raises the ceiling (recorded ceilings only rise).
+		c := uidgen.registry_delta(now() + cfg.lease_ttl + cfg.max_borrow);
 		UPDATE uidgen.worker_block w
 		   SET lease_expires_at = now() + cfg.lease_ttl,
-		       reusable_after = now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew
-		 WHERE w.block = b AND w.life = registry_renew.life AND w.lease_id = g AND w.status = 'leased';
+		       reusable_after = now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew,
+		       ceiling_delta = greatest(w.ceiling_delta, c)
+		 WHERE w.block = b AND w.life = registry_renew.life AND w.lease_id = g AND w.status = 'leased'
+		RETURNING w.ceiling_delta INTO top_c;
 		IF NOT FOUND AND state.quarantined THEN
 			LOCK TABLE uidgen.worker_block IN EXCLUSIVE MODE;
 			INSERT INTO uidgen.worker_block AS w
 			       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after,
-			        lease_id)
+			        lease_id, ceiling_delta)
 			VALUES (b, (b - 1) * cfg.block_size + 1, least(b * cfg.block_size, top), registry_renew.life, 'leased',
-			        now(), now() + cfg.lease_ttl, now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew, g)
+			        now(), now() + cfg.lease_ttl, now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew, g, c)
 			ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
 			   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
 			       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
 			       reusable_after = greatest(w.reusable_after, excluded.reusable_after),
-			       lease_id = excluded.lease_id;
+			       lease_id = excluded.lease_id, ceiling_delta = greatest(w.ceiling_delta, excluded.ceiling_delta)
+			RETURNING w.ceiling_delta INTO top_c;
 			INSERT INTO uidgen.worker_block_lease
 			       (block, life, first_worker, last_worker, floor_delta, claimed_at, lease_id)
 			VALUES (b, registry_renew.life, (b - 1) * cfg.block_size + 1, least(b * cfg.block_size, top),
@@ -460,6 +487,7 @@ BEGIN
 		END IF;
 		block := b;
 		lease_id := g;
+		ceiling_delta := top_c;
 		RETURN NEXT;
 	END LOOP;
 	INSERT INTO uidgen.worker_grant AS wg (life, worker, database, lease_id)

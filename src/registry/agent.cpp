@@ -43,9 +43,10 @@ extern "C" {
 #include "utils/memutils.h"
 #include "utils/uuid.h"
 #include "utils/wait_event.h"
-
-#include <type_traits>
 }
+
+#include <algorithm>
+#include <type_traits>
 
 extern "C" {
 PGDLLEXPORT void uidgen_registry_agent_main(Datum arg);
@@ -780,7 +781,7 @@ renew(LeaseTable *state)
 							grant_leases_text};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("renewing the leases",
-					   "SELECT block, lease_ttl_ms, lease_id FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, "
+					   "SELECT block, lease_ttl_ms, lease_id, ceiling_delta FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, "
 					   "$8, $9, $10, $11, $12)",
 					   12, params);
 
@@ -789,18 +790,19 @@ renew(LeaseTable *state)
 
 	/* Parsed first: the spinlock is held for a copy only. */
 	const char *what = "renewing the leases";
-	if (!reply_has_shape(r, what, -1, 3))
+	if (!reply_has_shape(r, what, -1, 4))
 		return false;
 	int nrenewed = PQntuples(r);
 	int64_t *renewed = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
 	LeaseId *renewed_lease = static_cast<LeaseId *>(palloc(sizeof(LeaseId) * (nrenewed + 1)));
 	int64_t *deadline = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
+	int64_t *ceiling = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
 	for (int row = 0; row < nrenewed; row++)
 	{
 		int64_t ttl;
 
 		if (!reply_int64(r, what, row, 0, &renewed[row]) || !reply_int64(r, what, row, 1, &ttl) ||
-			!reply_lease_id(r, what, row, 2, &renewed_lease[row]))
+			!reply_lease_id(r, what, row, 2, &renewed_lease[row]) || !reply_int64(r, what, row, 3, &ceiling[row]))
 			return false;
 		if (ttl <= 0)
 		{
@@ -825,6 +827,7 @@ renew(LeaseTable *state)
 			if (renewed[row] == state->blocks[i].block && renewed_lease[row] == state->blocks[i].lease_id)
 			{
 				state->blocks[i].deadline_mono_ms = deadline[row];
+				state->blocks[i].ceiling_delta = std::max(state->blocks[i].ceiling_delta, ceiling[row]);
 				state->blocks[kept++] = state->blocks[i];
 				break;
 			}
@@ -845,14 +848,14 @@ claim_block(LeaseTable *state)
 	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("leasing a block of worker ids",
-					   "SELECT block, first_worker, last_worker, floor_delta, lease_ttl_ms, held_back_until, lease_id "
-					   "FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
+					   "SELECT block, first_worker, last_worker, floor_delta, lease_ttl_ms, held_back_until, lease_id, "
+					   "ceiling_delta FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
 					   6, params);
 
 	if (r == nullptr)
 		return false;
 	const char *what = "leasing a block of worker ids";
-	if (!reply_has_shape(r, what, 1, 7))
+	if (!reply_has_shape(r, what, 1, 8))
 		return false;
 	int64_t block;
 	bool held_back;
@@ -881,16 +884,19 @@ claim_block(LeaseTable *state)
 	b.block = block;
 	if (!reply_int64(r, what, 0, 1, &b.first_worker) || !reply_int64(r, what, 0, 2, &b.last_worker) ||
 		!reply_int64(r, what, 0, 3, &b.floor_delta) || !reply_int64(r, what, 0, 4, &ttl) ||
-		!reply_lease_id(r, what, 0, 6, &b.lease_id))
+		!reply_lease_id(r, what, 0, 6, &b.lease_id) || !reply_int64(r, what, 0, 7, &b.ceiling_delta))
 		return false;
 	PQclear(r);
-	if (b.block < 1 || b.first_worker < 1 || b.last_worker < b.first_worker || ttl <= 0)
+	if (b.block < 1 || b.first_worker < 1 || b.last_worker < b.first_worker || ttl <= 0 ||
+		b.ceiling_delta <= b.floor_delta)
 	{
 		char problem[256];
 
-		snprintf(problem, sizeof(problem), "the registry leased block %lld of workers %lld to %lld for %lld ms",
+		snprintf(problem, sizeof(problem),
+				 "the registry leased block %lld of workers %lld to %lld for %lld ms, time units %lld to %lld",
 				 static_cast<long long>(b.block), static_cast<long long>(b.first_worker),
-				 static_cast<long long>(b.last_worker), static_cast<long long>(ttl));
+				 static_cast<long long>(b.last_worker), static_cast<long long>(ttl),
+				 static_cast<long long>(b.floor_delta + 1), static_cast<long long>(b.ceiling_delta));
 		record_bad_reply(nullptr, what, problem);
 		return false;
 	}

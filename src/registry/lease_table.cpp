@@ -20,6 +20,7 @@ extern "C" {
 #include <algorithm>
 #include <ctime>
 #include <new>
+#include <utility>
 
 namespace uidgen::pg {
 
@@ -452,28 +453,50 @@ live_lease(int64_t worker, Oid database)
 	return live;
 }
 
-std::optional<int64_t>
-lease_cap_delta(const LeaseId &lease, const Layout &layout)
+namespace {
+
+/* A copy of the block this server life holds under lease, with max_borrow, or nullopt. */
+std::optional<std::pair<LeasedBlock, int64_t>>
+held_lease(const LeaseId &lease)
 {
 	LeaseTable *state = lease_table();
-	int64_t deadline = 0;
-	int64_t max_borrow = 0;
+	std::optional<std::pair<LeasedBlock, int64_t>> held;
 
 	if (state == nullptr)
 		return std::nullopt;
 	SpinLockAcquire(&state->mutex);
 	const LeasedBlock *b = block_of_lease(state, lease);
 	if (b != nullptr)
-	{
-		deadline = b->deadline_mono_ms;
-		max_borrow = state->rules.max_borrow_ms;
-	}
+		held.emplace(*b, state->rules.max_borrow_ms);
 	SpinLockRelease(&state->mutex);
+	return held;
+}
 
-	int64_t left = deadline - monotonic_ms();
-	if (b == nullptr || left <= 0)
+} // namespace
+
+std::optional<int64_t>
+lease_cap_delta(const LeaseId &lease, const Layout &layout)
+{
+	std::optional<std::pair<LeasedBlock, int64_t>> held = held_lease(lease);
+	if (!held)
 		return std::nullopt;
-	return layout.delta_at(backend_clock().now_ms() + left + max_borrow);
+	const auto &[block, max_borrow] = *held;
+	int64_t left = block.deadline_mono_ms - monotonic_ms();
+	if (left <= 0)
+		return std::nullopt;
+	/*
+	 * The registry's ceiling decides: the next holder starts above it
+	 * whatever this server's clock says.  The cap by this clock only stops
+	 * a server from borrowing further ahead than its lease lasts.
+	 */
+	return std::min(block.ceiling_delta, layout.delta_at(backend_clock().now_ms() + left + max_borrow));
+}
+
+std::optional<int64_t>
+lease_ceiling_delta(const LeaseId &lease)
+{
+	std::optional<std::pair<LeasedBlock, int64_t>> held = held_lease(lease);
+	return held ? std::optional<int64_t>(held->first.ceiling_delta) : std::nullopt;
 }
 
 std::optional<RegistryRules>

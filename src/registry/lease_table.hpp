@@ -99,6 +99,7 @@ struct LeasedBlock
 	int64_t first_worker;
 	int64_t last_worker;
 	int64_t floor_delta;		/* its workers start after this unit */
+	int64_t ceiling_delta;		/* and issue no unit after this one, the registry's ceiling (only rises) */
 	int64_t claimed_at_ms;		/* wall clock, for uid_origin() */
 	int64_t deadline_mono_ms;	/* the lease, on the monotonic clock */
 	int64_t next_worker;		/* the first not granted yet */
@@ -246,6 +247,9 @@ std::optional<LeaseId> live_lease(int64_t worker, Oid database);
  * a reservation is extended or a keeper ticks, not per ID.
  */
 std::optional<int64_t> lease_cap_delta(const LeaseId &lease, const Layout &layout);
+
+/* The registry's ceiling of lease, while this server life holds it: for errors. */
+std::optional<int64_t> lease_ceiling_delta(const LeaseId &lease);
 
 /* The rules the agent fetched, or nullopt before it reached the registry. */
 std::optional<RegistryRules> registry_rules();
