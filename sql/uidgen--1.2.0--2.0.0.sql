@@ -42,9 +42,12 @@ CREATE TABLE uidgen.server_life (
 	port              int NOT NULL,
 	databases         text[] NOT NULL DEFAULT '{}',
 	joined_at         timestamptz NOT NULL DEFAULT pg_catalog.now(),
-	last_seen         timestamptz NOT NULL DEFAULT pg_catalog.now()
+	last_seen         timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	member_role       name NOT NULL DEFAULT session_user
 );
 COMMENT ON TABLE uidgen.server_life IS 'Server lives (postmaster starts) that leased worker blocks; for people';
+COMMENT ON COLUMN uidgen.server_life.member_role
+	IS 'The role the life''s agent connects as: only it claims and renews under the life';
 
 -- Block b holds worker ids (b - 1) * block_size + 1 to b * block_size.
 CREATE TABLE uidgen.worker_block (
@@ -56,14 +59,22 @@ CREATE TABLE uidgen.worker_block (
 	claimed_at       timestamptz NOT NULL,
 	lease_expires_at timestamptz NOT NULL,
 	released_at      timestamptz,
-	reusable_after   timestamptz NOT NULL
+	reusable_after   timestamptz NOT NULL,
+	lease_id         uuid NOT NULL,
+	ceiling_delta    bigint NOT NULL
 );
 COMMENT ON TABLE uidgen.worker_block IS 'Worker id blocks and the server life leasing each';
 COMMENT ON COLUMN uidgen.worker_block.reusable_after
 	IS 'The lease''s end plus max_borrow and the clock bound: no ID of its holder is later';
+COMMENT ON COLUMN uidgen.worker_block.lease_id
+	IS 'The block''s current lease, which renewals must name: a lease that lapsed is never renewed';
+COMMENT ON COLUMN uidgen.worker_block.ceiling_delta
+	IS 'The highest time unit any holder of the block was ever allowed (only rises): the next starts above it';
 
--- Every lease ever granted, for uid_origin(): a block's leases never share
--- a time unit, since each starts above the last (floor_delta).
+-- Every lease ever made (of one block to one server life, named by a random
+-- lease ID, never a sequence, which a restore would roll back), for
+-- uid_origin(): a block's leases never share a time unit, since each starts
+-- above the last (floor_delta).
 CREATE TABLE uidgen.worker_block_lease (
 	block        bigint NOT NULL,
 	life         uuid NOT NULL,
@@ -71,16 +82,18 @@ CREATE TABLE uidgen.worker_block_lease (
 	last_worker  bigint NOT NULL,
 	floor_delta  bigint NOT NULL,
 	claimed_at   timestamptz NOT NULL,
+	lease_id     uuid NOT NULL UNIQUE,
 	PRIMARY KEY (block, floor_delta, life)
 );
 
--- Which database of a server life each of its workers went to.
+-- Which database each worker of a lease went to (a grant).
 CREATE TABLE uidgen.worker_grant (
 	life       uuid NOT NULL,
 	worker     bigint NOT NULL,
 	database   name NOT NULL,
 	granted_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
-	PRIMARY KEY (life, worker)
+	lease_id   uuid NOT NULL,
+	PRIMARY KEY (lease_id, worker)
 );
 
 -- A member database's joining: workers it claims from then on start above
@@ -89,9 +102,35 @@ CREATE TABLE uidgen.membership (
 	singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
 	registry   text NOT NULL,
 	joined_at  timestamptz NOT NULL,
-	join_floor bigint NOT NULL
+	join_floor bigint NOT NULL,
+	registry_id uuid NOT NULL
 );
 COMMENT ON TABLE uidgen.membership IS 'When this database joined its registry (uidgen.registry), and the floor of its workers since';
+COMMENT ON COLUMN uidgen.membership.registry_id
+	IS 'The identity of the registry this database joined: it refuses any other (uid_registry_move() moves it)';
+
+-- Which registry this is: a random UUID drawn by CREATE EXTENSION, never a
+-- sequence, so that a registry created again (its extension or database
+-- dropped and created, rebuilt, another database behind the same name) is
+-- another registry to its members, who refuse it.  A physical copy keeps
+-- it (a restore, a promoted standby: the same registry, perhaps stale,
+-- which registry_check_state() quarantines); a logical dump does not (not
+-- an extension configuration table), so a dump restored is a new registry
+-- that members move to only by uid_registry_move().  A new registry leases
+-- nothing until what any earlier holder may still issue is behind it
+-- (registry_holder_bound()), or until uid_registry_start_fleet() says that
+-- no earlier fleet exists.
+CREATE TABLE uidgen.registry_identity (
+	singleton        boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+	registry_id      uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid(),
+	created_at       timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	fleet_started_at timestamptz
+);
+COMMENT ON TABLE uidgen.registry_identity
+	IS 'This registry''s identity, which members pin, and when it was created; not dumped';
+INSERT INTO uidgen.registry_identity DEFAULT VALUES;
+REVOKE ALL ON uidgen.registry_identity FROM PUBLIC;
+GRANT SELECT ON uidgen.registry_identity TO PUBLIC;
 
 REVOKE ALL ON uidgen.registry_config, uidgen.registry_state, uidgen.server_life, uidgen.worker_block,
 	uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership FROM PUBLIC;
@@ -177,6 +216,15 @@ BEGIN
 END
 $$;
 
+-- A subscriber keeps its own identity: a copy made by logical replication
+-- is another registry.
+CREATE TRIGGER skip_replicated_write BEFORE INSERT OR UPDATE OR DELETE ON uidgen.registry_identity
+	FOR EACH ROW EXECUTE FUNCTION uidgen.skip_replicated_write();
+ALTER TABLE uidgen.registry_identity ENABLE ALWAYS TRIGGER skip_replicated_write;
+CREATE TRIGGER skip_replicated_truncate BEFORE TRUNCATE ON uidgen.registry_identity
+	FOR EACH STATEMENT EXECUTE FUNCTION uidgen.skip_replicated_write();
+ALTER TABLE uidgen.registry_identity ENABLE ALWAYS TRIGGER skip_replicated_truncate;
+
 -- ---- the registry's side: what members call over libpq --------------------
 
 -- The layout and rules members adopt; refused on a standby.
@@ -201,6 +249,22 @@ BEGIN
 END
 $$;
 
+-- How long after a registry forgot its leases (it was created again, or
+-- restored) their holders may still issue: a lease TTL, then max_borrow
+-- past it, and the clock bound between two members.  The one place that
+-- says so for quarantines.
+CREATE FUNCTION uidgen.registry_holder_bound() RETURNS interval
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT r.lease_ttl + r.max_borrow + r.max_clock_skew FROM uidgen.registry_config r
+$$;
+
+-- Which registry this is, for members to pin (registry_identity above).
+CREATE FUNCTION uidgen.registry_identity(OUT registry_id uuid, OUT created_at timestamptz,
+                                         OUT fleet_started_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	SELECT i.registry_id, i.created_at, i.fleet_started_at FROM uidgen.registry_identity i
+$$;
+
 -- Notices a registry that may have lost state (it was restarted, restored,
 -- failed over or copied since it last handed something out) and then holds
 -- new claims back for a lease TTL plus max_borrow, while members re-assert
@@ -209,11 +273,11 @@ CREATE FUNCTION uidgen.registry_check_state(OUT quarantined boolean, OUT quarant
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	st   uidgen.registry_state;
-	cfg  uidgen.registry_config;
 	sys  text := (SELECT c.system_identifier::text FROM pg_control_system() c);
 	db   oid := (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
 	born timestamptz := pg_postmaster_start_time();
 	tli  int;
+	ident uidgen.registry_identity;
 BEGIN
 	IF pg_is_in_recovery() THEN
 		RAISE EXCEPTION 'the uidgen registry database "%" is on a standby', current_database()
@@ -222,20 +286,25 @@ BEGIN
 	-- The WAL file name begins with the timeline WAL is written on now.
 	tli := ('x' || substr(pg_walfile_name(pg_current_wal_insert_lsn()), 1, 8))::bit(32)::int;
 	SELECT * INTO STRICT st FROM uidgen.registry_state FOR UPDATE;
-	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	IF st.system_identifier IS DISTINCT FROM sys OR st.database_oid IS DISTINCT FROM db
 	   OR st.timeline IS DISTINCT FROM tli OR st.server_started_at IS DISTINCT FROM born THEN
 		-- A registry that never leased anything has nothing to lose.
 		IF EXISTS (SELECT FROM uidgen.worker_block) THEN
-			st.quarantine_until := greatest(st.quarantine_until,
-			                                now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew);
+			st.quarantine_until := greatest(st.quarantine_until, now() + uidgen.registry_holder_bound());
 		END IF;
 		UPDATE uidgen.registry_state
 		   SET system_identifier = sys, database_oid = db, timeline = tli, server_started_at = born,
 		       quarantine_until = st.quarantine_until;
 	END IF;
 	quarantine_until := st.quarantine_until;
-	quarantined := coalesce(now() < st.quarantine_until, false);
+	-- A new registry and one created again look alike (no block leased):
+	-- members of a lost one may still issue for the bound, unless the
+	-- registry's owner said that no earlier fleet exists.
+	SELECT * INTO STRICT ident FROM uidgen.registry_identity;
+	IF ident.fleet_started_at IS NULL AND now() < ident.created_at + uidgen.registry_holder_bound() THEN
+		quarantine_until := greatest(quarantine_until, ident.created_at + uidgen.registry_holder_bound());
+	END IF;
+	quarantined := coalesce(now() < quarantine_until, false);
 END
 $$;
 
@@ -250,12 +319,27 @@ $$;
 CREATE FUNCTION uidgen.registry_touch_life(life uuid, system_identifier text, timeline int, host text, port int,
                                            databases text[])
 RETURNS void
-LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
-	INSERT INTO uidgen.server_life AS l (life, system_identifier, timeline, host, port, databases)
-	VALUES (life, system_identifier, timeline, host, port, databases)
-	ON CONFLICT (life) DO UPDATE
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	-- Life tokens are readable by every member role (server_life is for
+	-- people), so a life is bound to the role that first used it: another
+	-- role could otherwise keep its blocks alive or lease under it.
+	-- session_user, since current_user is the definer's in registry_claim()
+	-- and registry_renew().
+	INSERT INTO uidgen.server_life AS l (life, system_identifier, timeline, host, port, databases, member_role)
+	VALUES (life, system_identifier, timeline, host, port, databases, session_user)
+	ON CONFLICT ON CONSTRAINT server_life_pkey DO UPDATE
 	   SET timeline = excluded.timeline, last_seen = now(),
 	       databases = ARRAY(SELECT DISTINCT d FROM unnest(l.databases || excluded.databases) d ORDER BY 1)
+	 WHERE l.member_role = excluded.member_role;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'uidgen server life % belongs to another member role', life
+			USING ERRCODE = 'insufficient_privilege',
+			      DETAIL = format('Only role %I claims and renews under it; this session''s role is %I.',
+			                      (SELECT l.member_role FROM uidgen.server_life l WHERE l.life = registry_touch_life.life),
+			                      session_user);
+	END IF;
+END
 $$;
 
 -- Leases one block of worker ids to a server life: the oldest block whose
@@ -266,13 +350,16 @@ CREATE FUNCTION uidgen.registry_claim(life uuid, system_identifier text, timelin
                                       databases text[],
                                       OUT block bigint, OUT first_worker bigint, OUT last_worker bigint,
                                       OUT floor_delta bigint, OUT lease_ttl_ms bigint,
-                                      OUT held_back_until timestamptz)
+                                      OUT held_back_until timestamptz, OUT lease_id uuid,
+                                      OUT ceiling_delta bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	cfg   uidgen.registry_config;
 	state record := uidgen.registry_check_state();
 	top   bigint := (SELECT (1::bigint << c.worker_bits) - 1 FROM uidgen.config c);
 	spent uidgen.worker_block;
+	drawn uuid;		-- lease_id, under a name that no column has
+	ceiling bigint;	-- ceiling_delta, likewise
 BEGIN
 	-- Not an error: what registry_check_state() noticed must commit.
 	IF state.quarantined THEN
@@ -290,12 +377,21 @@ BEGIN
 		block := spent.block;
 		first_worker := spent.first_worker;
 		last_worker := spent.last_worker;
-		floor_delta := uidgen.registry_delta(spent.reusable_after);
+		-- Above every unit its last holder may have issued: the ceilings
+		-- granted (recorded, so a member's clock plays no part), and the
+		-- lease's end plus max_borrow on the registry's clock.
+		floor_delta := greatest(uidgen.registry_delta(spent.reusable_after), spent.ceiling_delta);
 	ELSE
 		block := coalesce((SELECT max(b.block) FROM uidgen.worker_block b), 0) + 1;
 		first_worker := (block - 1) * cfg.block_size + 1;
 		last_worker := least(block * cfg.block_size, top);
-		floor_delta := -1;
+		-- A block this registry never leased may still have been leased by
+		-- the state it lost (a restore): its lost holders issued nothing
+		-- above their ceilings, all below the registry's clock once the
+		-- quarantine (or a new registry's wait) is over (docs/design.md
+		-- 8.0, A3).  So its first holder starts at the registry's clock,
+		-- not at -1, and no member's clock enters.
+		floor_delta := uidgen.registry_delta(now());
 		IF first_worker > top THEN
 			RAISE EXCEPTION 'no uidgen worker block is left'
 				USING ERRCODE = 'program_limit_exceeded',
@@ -304,28 +400,44 @@ BEGIN
 		END IF;
 	END IF;
 
+	-- A new grant every time, even for the life that held the block last:
+	-- what it leased before has lapsed for good.  Random, never a sequence,
+	-- which a restore of the registry would roll back.
+	lease_id := gen_random_uuid();
+	drawn := lease_id;
+	-- The highest unit the holder may issue under this lease, on the
+	-- registry's clock: the member caps its IDs there whatever its clock.
+	ceiling_delta := uidgen.registry_delta(now() + cfg.lease_ttl + cfg.max_borrow);
+	ceiling := ceiling_delta;
 	INSERT INTO uidgen.worker_block AS b
-	       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after)
+	       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after, lease_id,
+	        ceiling_delta)
 	VALUES (block, first_worker, last_worker, life, 'leased', now(), now() + cfg.lease_ttl,
-	        now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew)
+	        now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew, drawn, ceiling)
 	ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
 	   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
 	       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
-	       reusable_after = excluded.reusable_after;
-	INSERT INTO uidgen.worker_block_lease AS h (block, life, first_worker, last_worker, floor_delta, claimed_at)
-	VALUES (block, life, first_worker, last_worker, floor_delta, now());
+	       reusable_after = excluded.reusable_after, lease_id = excluded.lease_id,
+	       ceiling_delta = greatest(b.ceiling_delta, excluded.ceiling_delta);
+	INSERT INTO uidgen.worker_block_lease AS h
+	       (block, life, first_worker, last_worker, floor_delta, claimed_at, lease_id)
+	VALUES (block, life, first_worker, last_worker, floor_delta, now(), drawn);
 	lease_ttl_ms := (extract(epoch FROM cfg.lease_ttl) * 1000)::bigint;
 END
 $$;
 
--- Renews the leases of blocks a server life holds; returns those it still
--- holds.  While the registry holds claims back, a block its lost state does
--- not show as this life's is re-asserted (floors as the member knows them).
--- Records which database each new worker went to.
+-- Renews the leases a server life holds (blocks[i] under lease_ids[i]);
+-- returns those it still holds.  A lease is renewed only by its ID: one
+-- that lapsed, and whose block went to anyone since, this same life
+-- included, is not.  While the registry holds claims back, a lease its
+-- lost state does not show is re-asserted (floors as the member knows
+-- them).  Records which database each new worker went to, and under which
+-- lease (grant_leases[i]).
 CREATE FUNCTION uidgen.registry_renew(life uuid, system_identifier text, timeline int, host text, port int,
                                       databases text[], blocks bigint[], floors bigint[],
-                                      grant_workers bigint[], grant_databases text[])
-RETURNS TABLE (block bigint, lease_ttl_ms bigint)
+                                      grant_workers bigint[], grant_databases text[],
+                                      lease_ids uuid[], grant_leases uuid[])
+RETURNS TABLE (block bigint, lease_ttl_ms bigint, lease_id uuid, ceiling_delta bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	cfg   uidgen.registry_config;
@@ -333,38 +445,54 @@ DECLARE
 	top   bigint := (SELECT (1::bigint << c.worker_bits) - 1 FROM uidgen.config c);
 	i     int;
 	b     bigint;
+	g     uuid;
+	c     bigint;
+	top_c bigint;
 BEGIN
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
 	lease_ttl_ms := (extract(epoch FROM cfg.lease_ttl) * 1000)::bigint;
 	FOR i IN 1 .. coalesce(array_length(blocks, 1), 0) LOOP
 		b := blocks[i];
+		g := lease_ids[i];
+		CONTINUE WHEN g IS NULL;
+		-- Renewing raises the ceiling (recorded ceilings only rise).
+		c := uidgen.registry_delta(now() + cfg.lease_ttl + cfg.max_borrow);
 		UPDATE uidgen.worker_block w
 		   SET lease_expires_at = now() + cfg.lease_ttl,
-		       reusable_after = now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew
-		 WHERE w.block = b AND w.life = registry_renew.life AND w.status = 'leased';
+		       reusable_after = now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew,
+		       ceiling_delta = greatest(w.ceiling_delta, c)
+		 WHERE w.block = b AND w.life = registry_renew.life AND w.lease_id = g AND w.status = 'leased'
+		RETURNING w.ceiling_delta INTO top_c;
 		IF NOT FOUND AND state.quarantined THEN
 			LOCK TABLE uidgen.worker_block IN EXCLUSIVE MODE;
 			INSERT INTO uidgen.worker_block AS w
-			       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after)
+			       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after,
+			        lease_id, ceiling_delta)
 			VALUES (b, (b - 1) * cfg.block_size + 1, least(b * cfg.block_size, top), registry_renew.life, 'leased',
-			        now(), now() + cfg.lease_ttl, now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew)
+			        now(), now() + cfg.lease_ttl, now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew, g, c)
 			ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
 			   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
 			       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
-			       reusable_after = greatest(w.reusable_after, excluded.reusable_after);
-			INSERT INTO uidgen.worker_block_lease (block, life, first_worker, last_worker, floor_delta, claimed_at)
+			       reusable_after = greatest(w.reusable_after, excluded.reusable_after),
+			       lease_id = excluded.lease_id, ceiling_delta = greatest(w.ceiling_delta, excluded.ceiling_delta)
+			RETURNING w.ceiling_delta INTO top_c;
+			INSERT INTO uidgen.worker_block_lease
+			       (block, life, first_worker, last_worker, floor_delta, claimed_at, lease_id)
 			VALUES (b, registry_renew.life, (b - 1) * cfg.block_size + 1, least(b * cfg.block_size, top),
-			        floors[i], now())
+			        floors[i], now(), g)
 			ON CONFLICT DO NOTHING;
 		ELSIF NOT FOUND THEN
 			CONTINUE;
 		END IF;
 		block := b;
+		lease_id := g;
+		ceiling_delta := top_c;
 		RETURN NEXT;
 	END LOOP;
-	INSERT INTO uidgen.worker_grant AS g (life, worker, database)
-	SELECT registry_renew.life, w, d FROM unnest(grant_workers, grant_databases) AS u(w, d)
+	INSERT INTO uidgen.worker_grant AS wg (life, worker, database, lease_id)
+	SELECT registry_renew.life, w, d, u.g FROM unnest(grant_workers, grant_databases, grant_leases) AS u(w, d, g)
+	 WHERE u.g IS NOT NULL
 	ON CONFLICT DO NOTHING;
 END
 $$;
@@ -372,10 +500,12 @@ $$;
 -- Members call only these; grant them to the role members connect as.
 REVOKE EXECUTE ON FUNCTION uidgen.registry_rules() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_check_state() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_identity() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_holder_bound() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
-                                                 bigint[], text[]) FROM PUBLIC;
+                                                 bigint[], text[], uuid[], uuid[]) FROM PUBLIC;
 
 -- ---- the registry's owner ---------------------------------------------------
 
@@ -420,7 +550,20 @@ $$;
 COMMENT ON FUNCTION @extschema@.uid_registry_release(uuid)
 	IS 'Releases the worker blocks of a server life that is gone';
 
+-- Setting up a registry for a new fleet: says that no earlier fleet used
+-- this registry's name, so that it leases at once rather than after
+-- registry_holder_bound().  Never for a registry created again while
+-- members of the old one may still issue.
+CREATE FUNCTION @extschema@.uid_registry_start_fleet() RETURNS uuid
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+	UPDATE uidgen.registry_identity SET fleet_started_at = coalesce(fleet_started_at, now())
+	RETURNING registry_id
+$$;
+COMMENT ON FUNCTION @extschema@.uid_registry_start_fleet()
+	IS 'Lets a new registry lease at once: no earlier fleet used its name; returns its identity';
+
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_start_fleet() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_release(uuid) FROM PUBLIC;
 
 -- Server lives and their blocks, for people.
@@ -452,6 +595,18 @@ COMMENT ON VIEW uidgen.registry_status
 REVOKE ALL ON uidgen.registry_status FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_status_rows() FROM PUBLIC;
 
+-- Moving this database to the registry its server's agent reaches now,
+-- whose identity differs from the one it joined (the registry was created
+-- again, rebuilt or replaced on purpose): it adopts that identity and joins
+-- anew, its workers starting above everything it issued or may still
+-- issue.  Run in every member database; returns the identity adopted.
+CREATE FUNCTION @extschema@.uid_registry_move() RETURNS uuid
+AS 'MODULE_PATHNAME', 'uid_registry_move'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.uid_registry_move()
+	IS 'Moves this database to the registry uidgen.registry reaches now, above every ID it issued';
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_move() FROM PUBLIC;
+
 -- Where an ID of this server's current life came from, from shared memory.
 CREATE FUNCTION uidgen.local_origin(uid bigint,
 	OUT system_identifier text, OUT database text, OUT host text, OUT port int, OUT claimed_at timestamptz)
@@ -480,7 +635,7 @@ BEGIN
 	  INTO result
 	  FROM uidgen.worker_block_lease h
 	  JOIN uidgen.server_life l ON l.life = h.life
-	  LEFT JOIN uidgen.worker_grant g ON g.life = h.life AND g.worker = uid_worker
+	  LEFT JOIN uidgen.worker_grant g ON g.lease_id = h.lease_id AND g.worker = uid_worker
 	 WHERE uid_worker BETWEEN h.first_worker AND h.last_worker AND h.floor_delta < uid_delta
 	 ORDER BY h.floor_delta DESC, h.claimed_at DESC
 	 LIMIT 1;

@@ -39,6 +39,7 @@ bool worker_reuse = true;
 int scope_setting = static_cast<int>(Scope::Backend);
 int keeper_idle_timeout_ms = 300 * 1000;
 int max_chunk_setting = 8;
+int debug_clock_offset_ms = 0;
 char *registry_setting = nullptr;
 
 namespace {
@@ -173,6 +174,18 @@ define_settings()
 											"shared_preload_libraries = 'uidgen'."),
 							   &registry_setting, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, check_registry,
 							   assign_registry, nullptr);
+
+	/*
+	 * A developer setting, as PostgreSQL's own (GUC_NOT_IN_SAMPLE, hidden
+	 * from SHOW ALL): tests move one server's clock with it where
+	 * libfaketime cannot reach (pg_clock.hpp).  PGC_SIGHUP, so that every
+	 * process of the server, its background workers too, reads one value.
+	 */
+	DefineCustomIntVariable("uidgen.debug_clock_offset",
+							gettext_noop("Moves the clock uidgen reads by this much; for testing only."),
+							nullptr, &debug_clock_offset_ms, 0, -86400 * 1000, 86400 * 1000, PGC_SIGHUP,
+							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL | GUC_SUPERUSER_ONLY, nullptr,
+							nullptr, nullptr);
 
 	MarkGUCPrefixReserved("uidgen");
 }

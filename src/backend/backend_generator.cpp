@@ -125,8 +125,9 @@ static_assert(std::is_trivially_destructible_v<ClaimState>);
 struct IssuingWorker
 {
 	/* A floor past the end of the layout's time leaves a generator that can only say so. */
-	IssuingWorker(const Layout &layout, int64_t worker, int64_t floor_delta, bool leased, uint64_t joins_seen)
-		: reservation(layout, worker, leased, joins_seen, recheck),
+	IssuingWorker(const Layout &layout, int64_t worker, int64_t floor_delta, bool leased, const LeaseId &lease,
+				  uint64_t joins_seen)
+		: reservation(layout, worker, leased, lease, joins_seen, recheck),
 		  generator(layout, worker, std::min(floor_delta, layout.max_delta()), reservation)
 	{
 	}
@@ -204,7 +205,7 @@ register_worker()
 {
 	Registration r = claim_new_worker();
 
-	state.issuing.emplace(r.layout, r.claim.worker, r.claim.floor_delta, r.leased, r.joins_seen);
+	state.issuing.emplace(r.layout, r.claim.worker, r.claim.floor_delta, r.leased, r.lease, r.joins_seen);
 	state.issuing->claim.written_in(GetCurrentSubTransactionId());
 
 	if (!state.exit_callbacks_registered)
@@ -245,9 +246,10 @@ resume_after_lost_locks()
 		/* Copies: emplace() destroys the worker these come from before it builds the new one. */
 		Layout layout = issuing.generator.layout();
 		bool leased = issuing.reservation.leased();
+		LeaseId lease = issuing.reservation.lease();
 		uint64_t joins_seen = issuing.reservation.joins_seen();
 
-		state.issuing.emplace(layout, worker, floor, leased, joins_seen);
+		state.issuing.emplace(layout, worker, floor, leased, lease, joins_seen);
 	}
 	else
 	{

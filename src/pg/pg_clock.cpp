@@ -16,6 +16,12 @@ extern "C" {
 
 namespace uidgen::pg {
 
+int64_t
+PgClock::now_ms()
+{
+	return SystemClock::now_ms() + debug_clock_offset_ms;
+}
+
 void
 PgClock::sleep_ms(int64_t ms)
 {

@@ -23,6 +23,7 @@ extern bool worker_reuse;
 extern int scope_setting;			/* a Scope */
 extern int keeper_idle_timeout_ms;
 extern int max_chunk_setting;
+extern int debug_clock_offset_ms;	/* developer: see pg_clock.hpp */
 
 inline Scope
 current_scope()

@@ -25,6 +25,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/registry_pin.hpp"
 
 extern "C" {
 #include "access/xlog.h"
@@ -42,9 +43,10 @@ extern "C" {
 #include "utils/memutils.h"
 #include "utils/uuid.h"
 #include "utils/wait_event.h"
-
-#include <type_traits>
 }
+
+#include <algorithm>
+#include <type_traits>
 
 extern "C" {
 PGDLLEXPORT void uidgen_registry_agent_main(Datum arg);
@@ -233,12 +235,18 @@ connect_failed(const char *reason)
 bool
 connect_to_registry()
 {
-	/* Earlier keywords give way to the connection string's, later ones win over it. */
+	/*
+	 * Earlier keywords give way to the connection string's, later ones win
+	 * over it.  synchronous_commit is on whatever the registry's default: a
+	 * lease must be durable (on a synchronous standby too, where the
+	 * registry has one) before any ID is issued under it.
+	 */
 	const char *keywords[] = {"connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count",
 							  "tcp_user_timeout", "dbname", "application_name", "options", nullptr};
 	const char *values[] = {"5", "10", "5", "3", "15000", registry_setting, "uidgen registry agent",
 							"-c statement_timeout=5000 -c lock_timeout=2000 "
-							"-c idle_in_transaction_session_timeout=10000 -c search_path=pg_catalog",
+							"-c idle_in_transaction_session_timeout=10000 -c search_path=pg_catalog "
+							"-c synchronous_commit=on",
 							nullptr};
 	int64_t deadline = monotonic_ms() + connect_timeout_ms;
 
@@ -478,6 +486,24 @@ reply_int64(PGresult *result, const char *what, int row, int col, int64_t *value
 }
 
 /*
+ * Column col of row as a lease ID, the text form of a UUID, parsed
+ * strictly; otherwise records the reply as a protocol violation, clears it
+ * and returns false.
+ */
+bool
+reply_lease_id(PGresult *result, const char *what, int row, int col, LeaseId *id)
+{
+	char problem[256];
+
+	if (!PQgetisnull(result, row, col) && parse_lease_id(PQgetvalue(result, row, col), id))
+		return true;
+	snprintf(problem, sizeof(problem), "column \"%s\" of the reply is not a lease ID: \"%.64s\"",
+			 PQfname(result, col), PQgetisnull(result, row, col) ? "" : PQgetvalue(result, row, col));
+	record_bad_reply(result, what, problem);
+	return false;
+}
+
+/*
  * Fetches the registry's rules and checks the two clocks against each
  * other: the registry's, read between two readings of ours, may be off by
  * half the round trip.
@@ -568,6 +594,62 @@ fetch_rules()
 	return true;
 }
 
+/*
+ * Reads which registry this is (uidgen.registry_identity()) and refuses to
+ * go on at another than the one this server life pinned: created again,
+ * rebuilt, or another database behind the same connection string, it knows
+ * nothing of the leases this server holds.  The first identity under a
+ * uidgen.registry setting is pinned (registry_pin.hpp).
+ */
+bool
+check_identity()
+{
+	const char *what = "reading the registry's identity";
+	PGresult *r = call(what, "SELECT registry_id FROM uidgen.registry_identity()", 0, nullptr);
+
+	if (r == nullptr)
+		return false;
+	if (!reply_has_shape(r, what, 1, 1))
+		return false;
+	if (PQgetisnull(r, 0, 0))
+	{
+		record_bad_reply(r, what, "column \"registry_id\" of the reply is null");
+		return false;
+	}
+
+	pg_uuid_t seen;
+	pg_uuid_t pinned;
+	const char *text = PQgetvalue(r, 0, 0);
+	if (!parse_uuid_text(text, &seen))
+	{
+		char problem[128];
+
+		snprintf(problem, sizeof(problem), "column \"registry_id\" of the reply is not a UUID: \"%.40s\"", text);
+		record_bad_reply(r, what, problem);
+		return false;
+	}
+	PQclear(r);
+
+	if (!note_registry_identity(seen, current_attempt, &pinned))
+	{
+		char message[error_text_size];
+		char seen_text[UUID_LEN * 2 + 5];
+		char pinned_text[UUID_LEN * 2 + 5];
+
+		uuid_text(seen, seen_text);
+		uuid_text(pinned, pinned_text);
+		snprintf(message, sizeof(message),
+				 "the registry database is uidgen registry %s, not %s, which this server joined: it was created "
+				 "again, rebuilt or replaced, and knows nothing of this server's leases; nothing is leased or "
+				 "renewed there (to move to it on purpose, run SELECT uid_registry_move() in every member "
+				 "database)",
+				 seen_text, pinned_text);
+		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
+		return false;
+	}
+	return true;
+}
+
 /* Appends name as a quoted element of a text[] literal. */
 void
 append_array_text(StringInfo array, const char *name)
@@ -644,7 +726,8 @@ identity_of(LeaseTable *state)
 bool
 renew(LeaseTable *state)
 {
-	StringInfoData blocks, floors, workers, databases;
+	StringInfoData blocks, floors, lease_ids, workers, databases, grant_leases;
+	char text[lease_id_text_size];
 	LeasedBlock *held = static_cast<LeasedBlock *>(palloc(sizeof(LeasedBlock) * max_leased_blocks));
 	Grant *grants = static_cast<Grant *>(palloc(sizeof(Grant) * max_grants));
 	int nheld;
@@ -660,12 +743,16 @@ renew(LeaseTable *state)
 
 	initStringInfo(&blocks);
 	initStringInfo(&floors);
+	initStringInfo(&lease_ids);
 	initStringInfo(&workers);
 	initStringInfo(&databases);
+	initStringInfo(&grant_leases);
 	for (int i = 0; i < nheld; i++)
 	{
+		lease_id_text(held[i].lease_id, text);
 		appendStringInfo(&blocks, "%s%lld", i > 0 ? "," : "", static_cast<long long>(held[i].block));
 		appendStringInfo(&floors, "%s%lld", i > 0 ? "," : "", static_cast<long long>(held[i].floor_delta));
+		appendStringInfo(&lease_ids, "%s%s", i > 0 ? "," : "", text);
 	}
 	int nreported = 0;
 	for (int i = 0; i < ngrants; i++)
@@ -673,6 +760,8 @@ renew(LeaseTable *state)
 		if (grants[i].reported)
 			continue;
 		appendStringInfo(&workers, "%s%lld", nreported > 0 ? "," : "", static_cast<long long>(grants[i].worker));
+		lease_id_text(grants[i].lease_id, text);
+		appendStringInfo(&grant_leases, "%s%s", nreported > 0 ? "," : "", text);
 		if (nreported > 0)
 			appendStringInfoChar(&databases, ',');
 		append_array_text(&databases, NameStr(grants[i].database_name));
@@ -684,30 +773,36 @@ renew(LeaseTable *state)
 	char *floors_text = psprintf("{%s}", floors.data);
 	char *workers_text = psprintf("{%s}", workers.data);
 	char *databases_text = psprintf("{%s}", databases.data);
+	char *lease_ids_text = psprintf("{%s}", lease_ids.data);
+	char *grant_leases_text = psprintf("{%s}", grant_leases.data);
 	Identity id = identity_of(state);
 	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases,
-							blocks_text, floors_text, workers_text, databases_text};
+							blocks_text, floors_text, workers_text, databases_text, lease_ids_text,
+							grant_leases_text};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("renewing the leases",
-					   "SELECT block, lease_ttl_ms FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-					   "$10)",
-					   10, params);
+					   "SELECT block, lease_ttl_ms, lease_id, ceiling_delta FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, "
+					   "$8, $9, $10, $11, $12)",
+					   12, params);
 
 	if (r == nullptr)
 		return false;
 
 	/* Parsed first: the spinlock is held for a copy only. */
 	const char *what = "renewing the leases";
-	if (!reply_has_shape(r, what, -1, 2))
+	if (!reply_has_shape(r, what, -1, 4))
 		return false;
 	int nrenewed = PQntuples(r);
 	int64_t *renewed = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
+	LeaseId *renewed_lease = static_cast<LeaseId *>(palloc(sizeof(LeaseId) * (nrenewed + 1)));
 	int64_t *deadline = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
+	int64_t *ceiling = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
 	for (int row = 0; row < nrenewed; row++)
 	{
 		int64_t ttl;
 
-		if (!reply_int64(r, what, row, 0, &renewed[row]) || !reply_int64(r, what, row, 1, &ttl))
+		if (!reply_int64(r, what, row, 0, &renewed[row]) || !reply_int64(r, what, row, 1, &ttl) ||
+			!reply_lease_id(r, what, row, 2, &renewed_lease[row]) || !reply_int64(r, what, row, 3, &ceiling[row]))
 			return false;
 		if (ttl <= 0)
 		{
@@ -728,9 +823,11 @@ renew(LeaseTable *state)
 	{
 		for (int row = 0; row < nrenewed; row++)
 		{
-			if (renewed[row] == state->blocks[i].block)
+			/* By its lease ID: the block alone may be this life's again under another lease. */
+			if (renewed[row] == state->blocks[i].block && renewed_lease[row] == state->blocks[i].lease_id)
 			{
 				state->blocks[i].deadline_mono_ms = deadline[row];
+				state->blocks[i].ceiling_delta = std::max(state->blocks[i].ceiling_delta, ceiling[row]);
 				state->blocks[kept++] = state->blocks[i];
 				break;
 			}
@@ -751,14 +848,14 @@ claim_block(LeaseTable *state)
 	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("leasing a block of worker ids",
-					   "SELECT block, first_worker, last_worker, floor_delta, lease_ttl_ms, held_back_until "
-					   "FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
+					   "SELECT block, first_worker, last_worker, floor_delta, lease_ttl_ms, held_back_until, lease_id, "
+					   "ceiling_delta FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
 					   6, params);
 
 	if (r == nullptr)
 		return false;
 	const char *what = "leasing a block of worker ids";
-	if (!reply_has_shape(r, what, 1, 6))
+	if (!reply_has_shape(r, what, 1, 8))
 		return false;
 	int64_t block;
 	bool held_back;
@@ -786,16 +883,20 @@ claim_block(LeaseTable *state)
 	int64_t ttl;
 	b.block = block;
 	if (!reply_int64(r, what, 0, 1, &b.first_worker) || !reply_int64(r, what, 0, 2, &b.last_worker) ||
-		!reply_int64(r, what, 0, 3, &b.floor_delta) || !reply_int64(r, what, 0, 4, &ttl))
+		!reply_int64(r, what, 0, 3, &b.floor_delta) || !reply_int64(r, what, 0, 4, &ttl) ||
+		!reply_lease_id(r, what, 0, 6, &b.lease_id) || !reply_int64(r, what, 0, 7, &b.ceiling_delta))
 		return false;
 	PQclear(r);
-	if (b.block < 1 || b.first_worker < 1 || b.last_worker < b.first_worker || ttl <= 0)
+	if (b.block < 1 || b.first_worker < 1 || b.last_worker < b.first_worker || ttl <= 0 ||
+		b.ceiling_delta <= b.floor_delta)
 	{
 		char problem[256];
 
-		snprintf(problem, sizeof(problem), "the registry leased block %lld of workers %lld to %lld for %lld ms",
+		snprintf(problem, sizeof(problem),
+				 "the registry leased block %lld of workers %lld to %lld for %lld ms, time units %lld to %lld",
 				 static_cast<long long>(b.block), static_cast<long long>(b.first_worker),
-				 static_cast<long long>(b.last_worker), static_cast<long long>(ttl));
+				 static_cast<long long>(b.last_worker), static_cast<long long>(ttl),
+				 static_cast<long long>(b.floor_delta + 1), static_cast<long long>(b.ceiling_delta));
 		record_bad_reply(nullptr, what, problem);
 		return false;
 	}
@@ -839,6 +940,8 @@ work(LeaseTable *state)
 	bool idle = state->have_rules && state->status == AgentStatus::Ready &&
 				!renewal_due(state, monotonic_ms()) && !block_wanted(state, monotonic_ms());
 	SpinLockRelease(&state->mutex);
+	/* uid_registry_move() waits for the registry's identity read afresh. */
+	idle = idle && !identity_read_wanted();
 	if (idle)
 		return;
 
@@ -850,6 +953,9 @@ work(LeaseTable *state)
 	if (conn != nullptr && PQstatus(conn) != CONNECTION_OK)
 		disconnect();
 	if (conn == nullptr && !connect_to_registry())
+		return;
+	/* Before the rules: a registration that finds rules finds the registry pinned too. */
+	if (!check_identity())
 		return;
 	if (!fetch_rules())
 		return;
@@ -886,17 +992,34 @@ agent_loop()
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		/* Another registry, or none: the blocks of the old one mean nothing to the new. */
+		/*
+		 * Another registry, or none: the blocks of the old one mean nothing
+		 * to the new.  A new agent process of the same server life, for the
+		 * registry its predecessor worked for, resumes its grants instead:
+		 * they live in shared memory, and its predecessor's holders issue
+		 * under them still (lease_table.hpp).
+		 */
 		if (connected_to == nullptr || strcmp(connected_to, registry_setting ? registry_setting : "") != 0)
 		{
+			char registry[registry_text_size];
+			describe_registry(registry_setting ? registry_setting : "", registry, sizeof(registry));
+
+			char worked_for[registry_text_size];
+			SpinLockAcquire(&state->mutex);
+			memcpy(worked_for, state->registry, sizeof(worked_for));
+			SpinLockRelease(&state->mutex);
+			bool resumed = connected_to == nullptr && registry_configured() && strcmp(worked_for, registry) == 0;
+
 			disconnect();
-			forget_blocks();
+			if (!resumed)
+			{
+				forget_blocks();
+				unpin_registry();
+			}
 			if (connected_to != nullptr)
 				pfree(connected_to);
 			connected_to = MemoryContextStrdup(TopMemoryContext, registry_setting ? registry_setting : "");
 
-			char registry[registry_text_size];
-			describe_registry(connected_to, registry, sizeof(registry));
 			SpinLockAcquire(&state->mutex);
 			strlcpy(state->registry, registry, sizeof(state->registry));
 			SpinLockRelease(&state->mutex);

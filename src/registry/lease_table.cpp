@@ -20,6 +20,7 @@ extern "C" {
 #include <algorithm>
 #include <ctime>
 #include <new>
+#include <utility>
 
 namespace uidgen::pg {
 
@@ -66,20 +67,80 @@ block_with_room(LeaseTable *state, int64_t now_mono)
 	return nullptr;
 }
 
+/* The block this server life holds under lease, or nullptr; under the mutex. */
 const LeasedBlock *
-block_of(const LeaseTable *state, int64_t worker)
+block_of_lease(const LeaseTable *state, const LeaseId &lease)
 {
 	for (int i = 0; i < state->nblocks; i++)
 	{
 		const LeasedBlock &b = state->blocks[i];
 
-		if (worker >= b.first_worker && worker <= b.last_worker)
+		if (b.lease_id == lease)
 			return &b;
 	}
 	return nullptr;
 }
 
+int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Where the text form of a UUID has its hyphens. */
+bool
+hyphen_at(int i)
+{
+	return i == 8 || i == 13 || i == 18 || i == 23;
+}
+
 } // namespace
+
+void
+lease_id_text(const LeaseId &id, char out[lease_id_text_size])
+{
+	static const char digits[] = "0123456789abcdef";
+	int pos = 0;
+
+	for (int i = 0; i < 16; i++)
+	{
+		if (hyphen_at(pos))
+			out[pos++] = '-';
+		out[pos++] = digits[id.bytes[i] >> 4];
+		out[pos++] = digits[id.bytes[i] & 0x0f];
+	}
+	out[pos] = '\0';
+}
+
+bool
+parse_lease_id(const char *text, LeaseId *id)
+{
+	int byte = 0;
+
+	if (text == nullptr || strlen(text) != lease_id_text_size - 1)
+		return false;
+	for (int i = 0; i < lease_id_text_size - 1; i += 2)
+	{
+		if (hyphen_at(i))
+		{
+			if (text[i] != '-')
+				return false;
+			i++;
+		}
+		int high = hex_digit(text[i]);
+		int low = hex_digit(text[i + 1]);
+		if (high < 0 || low < 0)
+			return false;
+		id->bytes[byte++] = static_cast<uint8>(high << 4 | low);
+	}
+	return byte == 16;
+}
 
 Layout
 RegistryRules::layout() const
@@ -243,12 +304,13 @@ try_take(LeaseTable *state, Oid database, const char *database_name)
 	{
 		Grant &g = state->grants[state->ngrants++];
 
+		g.lease_id = b->lease_id;
 		g.worker = b->next_worker++;
 		g.database = database;
 		namestrcpy(&g.database_name, database_name);
 		g.reported = false;
 		g.issued_until = -1;
-		taken = GrantedWorker{g.worker, b->floor_delta};
+		taken = GrantedWorker{g.worker, b->floor_delta, b->lease_id};
 	}
 	SpinLockRelease(&state->mutex);
 
@@ -356,9 +418,12 @@ granted_workers(Oid database, int *count)
 	SpinLockAcquire(&state->mutex);
 	for (int i = 0; i < state->ngrants; i++)
 	{
-		const LeasedBlock *b = block_of(state, state->grants[i].worker);
+		const LeasedBlock *b = block_of_lease(state, state->grants[i].lease_id);
 
-		/* A worker of a block whose lease ended may be another server's now. */
+		/*
+		 * A worker of a lease that lapsed may be another server's now, or
+		 * another database's of this one, under a new lease of its block.
+		 */
 		if (state->grants[i].database == database && b != nullptr &&
 			b->deadline_mono_ms - now_mono >= least_lease_left_ms)
 			workers[n++] = state->grants[i].worker;
@@ -368,28 +433,70 @@ granted_workers(Oid database, int *count)
 	return workers;
 }
 
-std::optional<int64_t>
-lease_cap_delta(int64_t worker, const Layout &layout)
+std::optional<LeaseId>
+live_lease(int64_t worker, Oid database)
 {
 	LeaseTable *state = lease_table();
-	int64_t deadline = 0;
-	int64_t max_borrow = 0;
+	std::optional<LeaseId> live;
+	int64_t now_mono = monotonic_ms();
+
+	SpinLockAcquire(&state->mutex);
+	for (int i = 0; i < state->ngrants && !live; i++)
+	{
+		const Grant &g = state->grants[i];
+		const LeasedBlock *b = g.worker == worker && g.database == database ? block_of_lease(state, g.lease_id) : nullptr;
+
+		if (b != nullptr && b->deadline_mono_ms - now_mono >= least_lease_left_ms)
+			live = g.lease_id;
+	}
+	SpinLockRelease(&state->mutex);
+	return live;
+}
+
+namespace {
+
+/* A copy of the block this server life holds under lease, with max_borrow, or nullopt. */
+std::optional<std::pair<LeasedBlock, int64_t>>
+held_lease(const LeaseId &lease)
+{
+	LeaseTable *state = lease_table();
+	std::optional<std::pair<LeasedBlock, int64_t>> held;
 
 	if (state == nullptr)
 		return std::nullopt;
 	SpinLockAcquire(&state->mutex);
-	const LeasedBlock *b = block_of(state, worker);
+	const LeasedBlock *b = block_of_lease(state, lease);
 	if (b != nullptr)
-	{
-		deadline = b->deadline_mono_ms;
-		max_borrow = state->rules.max_borrow_ms;
-	}
+		held.emplace(*b, state->rules.max_borrow_ms);
 	SpinLockRelease(&state->mutex);
+	return held;
+}
 
-	int64_t left = deadline - monotonic_ms();
-	if (b == nullptr || left <= 0)
+} // namespace
+
+std::optional<int64_t>
+lease_cap_delta(const LeaseId &lease, const Layout &layout)
+{
+	std::optional<std::pair<LeasedBlock, int64_t>> held = held_lease(lease);
+	if (!held)
 		return std::nullopt;
-	return layout.delta_at(backend_clock().now_ms() + left + max_borrow);
+	const auto &[block, max_borrow] = *held;
+	int64_t left = block.deadline_mono_ms - monotonic_ms();
+	if (left <= 0)
+		return std::nullopt;
+	/*
+	 * The registry's ceiling decides: the next holder starts above it
+	 * whatever this server's clock says.  The cap by this clock only stops
+	 * a server from borrowing further ahead than its lease lasts.
+	 */
+	return std::min(block.ceiling_delta, layout.delta_at(backend_clock().now_ms() + left + max_borrow));
+}
+
+std::optional<int64_t>
+lease_ceiling_delta(const LeaseId &lease)
+{
+	std::optional<std::pair<LeasedBlock, int64_t>> held = held_lease(lease);
+	return held ? std::optional<int64_t>(held->first.ceiling_delta) : std::nullopt;
 }
 
 std::optional<RegistryRules>
@@ -405,6 +512,17 @@ registry_rules()
 		rules = state->rules;
 	SpinLockRelease(&state->mutex);
 	return rules;
+}
+
+void
+describe_current_registry(char out[registry_text_size])
+{
+	LeaseTable *state = lease_table();
+
+	SpinLockAcquire(&state->mutex);
+	memcpy(out, state->registry, registry_text_size);
+	SpinLockRelease(&state->mutex);
+	out[registry_text_size - 1] = '\0';
 }
 
 } // namespace uidgen::pg

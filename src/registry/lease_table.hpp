@@ -10,6 +10,13 @@
  * workers out of them here and never talk to the registry themselves.
  * Leases are kept on the monotonic clock: a worker may issue only time
  * units its block's lease still covers (lease_cap_delta).
+ *
+ * Each lease of a block is named by a random ID (its lease ID) the registry
+ * drew: renewals and every worker taken out of it go by that ID, never by
+ * the block's range of workers, so that a lease that lapsed stays dead even
+ * when the registry later leases the same block to this server life again.
+ * The table lives as long as the server life: a new agent process resumes
+ * the leases and grants of the one before (agent.cpp).
  */
 #pragma once
 
@@ -64,6 +71,22 @@ struct RegistryRules
 };
 static_assert(std::is_trivially_destructible_v<RegistryRules>);
 
+/* A lease ID: names one lease of one block, drawn by the registry (a UUID; all zero for none). */
+struct LeaseId
+{
+	uint8 bytes[16];
+
+	bool operator==(const LeaseId &other) const { return memcmp(bytes, other.bytes, sizeof(bytes)) == 0; }
+	bool operator!=(const LeaseId &other) const { return !(*this == other); }
+};
+static_assert(std::is_trivially_destructible_v<LeaseId>);
+
+/* The text form of a UUID, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
+constexpr int lease_id_text_size = 37;
+void lease_id_text(const LeaseId &id, char out[lease_id_text_size]);
+/* Parses that form strictly (either case); false for anything else. */
+bool parse_lease_id(const char *text, LeaseId *id);
+
 constexpr int max_leased_blocks = 64;
 constexpr int max_grants = 4096;
 constexpr int registry_text_size = 256;
@@ -71,19 +94,22 @@ constexpr int error_text_size = 512;
 
 struct LeasedBlock
 {
+	LeaseId lease_id;
 	int64_t block;
 	int64_t first_worker;
 	int64_t last_worker;
 	int64_t floor_delta;		/* its workers start after this unit */
+	int64_t ceiling_delta;		/* and issue no unit after this one, the registry's ceiling (only rises) */
 	int64_t claimed_at_ms;		/* wall clock, for uid_origin() */
 	int64_t deadline_mono_ms;	/* the lease, on the monotonic clock */
 	int64_t next_worker;		/* the first not granted yet */
 };
 static_assert(std::is_trivially_destructible_v<LeasedBlock>);
 
-/* A worker of this server life's blocks, and the database it went to. */
+/* A worker of this server life's blocks, the lease it came from, and the database it went to. */
 struct Grant
 {
+	LeaseId lease_id;
 	int64_t worker;
 	Oid database;
 	NameData database_name;
@@ -125,6 +151,17 @@ struct LeaseTable
 	 * reservation once this moves (docs/design.md, section 8.6).
 	 */
 	std::atomic<uint64_t> joins;
+	/*
+	 * The identity of the registry (its uidgen.registry_identity): pinned
+	 * by the agent at its first exchange under this uidgen.registry, and
+	 * the one it saw last (registry_pin.hpp, docs/design.md section 8.5).
+	 */
+	bool registry_pinned;
+	uint8 registry_id[16];
+	bool registry_seen;
+	uint8 registry_seen_id[16];
+	uint64 registry_seen_attempt;	/* the attempt that read registry_seen_id */
+	uint64 identity_wanted;			/* an attempt that reads it is wanted (uid_registry_move()) */
 };
 static_assert(std::is_trivially_destructible_v<LeaseTable>);
 
@@ -167,6 +204,7 @@ struct GrantedWorker
 {
 	int64_t worker;
 	int64_t floor_delta;
+	LeaseId lease_id;
 };
 static_assert(std::is_trivially_destructible_v<GrantedWorker>);
 GrantedWorker take_granted_worker(Oid database, const char *database_name, int timeout_ms);
@@ -192,19 +230,26 @@ uint64 agent_attempts();
  */
 void wait_for_agent(int64_t until_mono, uint64 since, const char *what);
 
-/* The workers granted to database in this server life whose blocks it still leases (palloc'd), for reuse. */
+/* The workers granted to database in this server life under leases still live (palloc'd), for reuse. */
 int64_t *granted_workers(Oid database, int *count);
 
+/* The live lease under which worker went to database, if any. */
+std::optional<LeaseId> live_lease(int64_t worker, Oid database);
+
 /*
- * The last time unit (of layout) that worker may issue under its block's
- * lease as it stands: now plus what is left of the lease plus max_borrow,
- * as the registry counts before it leases the block again (it adds the
- * clock bound too).  nullopt once the lease has ended on the monotonic
- * clock, or when no lease of this server life covers worker: then nothing
- * more is issued under it.  Costs a spinlock: called when a reservation is
- * extended or a keeper ticks, not per ID.
+ * The last time unit (of layout) that a worker of lease may issue under
+ * that lease as it stands: now plus what is left of the lease plus
+ * max_borrow, as the registry counts before it leases the block again (it
+ * adds the clock bound too).  nullopt once the lease has ended on the
+ * monotonic clock, or when this server life holds that lease no more
+ * (it lapsed, even if the same block was leased again since: that is
+ * another lease): then nothing more is issued under it.  Costs a lock: called when
+ * a reservation is extended or a keeper ticks, not per ID.
  */
-std::optional<int64_t> lease_cap_delta(int64_t worker, const Layout &layout);
+std::optional<int64_t> lease_cap_delta(const LeaseId &lease, const Layout &layout);
+
+/* The registry's ceiling of lease, while this server life holds it: for errors. */
+std::optional<int64_t> lease_ceiling_delta(const LeaseId &lease);
 
 /* The rules the agent fetched, or nullopt before it reached the registry. */
 std::optional<RegistryRules> registry_rules();
@@ -217,5 +262,8 @@ std::optional<RegistryRules> registry_rules();
 [[noreturn]] void report_registry_failure(const char *what, bool fresh);
 
 void wake_agent();
+
+/* The registry's connection string without its secrets, as the agent last set it. */
+void describe_current_registry(char out[registry_text_size]);
 
 } // namespace uidgen::pg

@@ -64,6 +64,29 @@ throw_lease_ended(int64_t worker)
 				"The next uid_next() claims a worker from a block the server still holds.");
 }
 
+/*
+ * The error of a worker whose clock asks for a time unit above its lease's
+ * ceiling: the registry starts the block's next holder above the ceiling,
+ * so nothing is issued beyond it, whatever this server's clock says.
+ * Class 08: the session claims again, and fails so until the clock is back
+ * within its leases.
+ */
+[[noreturn]] inline void
+throw_past_ceiling(int64_t worker, const Layout &layout, int64_t delta, int64_t ceiling)
+{
+	char message[160];
+	char detail[320];
+
+	snprintf(message, sizeof(message), "the clock of this server is %lld ms past the ceiling of its uidgen lease",
+			 static_cast<long long>((delta - ceiling) * layout.unit_ms()));
+	snprintf(detail, sizeof(detail),
+			 "Worker %lld may issue up to time unit %lld under the lease the registry granted (the registry's "
+			 "clock at the grant plus the lease TTL and max_borrow); this server's clock asks for unit %lld.",
+			 static_cast<long long>(worker), static_cast<long long>(ceiling), static_cast<long long>(delta));
+	throw Error(ErrorKind::ConnectionFailure, message, detail,
+				"Correct this server's clock; uidgen.registry_status shows how far it is from the registry's.");
+}
+
 class LeasedReservation final : public TimeReservation
 {
 public:
@@ -73,8 +96,9 @@ public:
 	 * in recheck, so that the hot path, which looks at it anyway, needs no
 	 * test of its own.
 	 */
-	LeasedReservation(const Layout &layout, int64_t worker, bool leased, uint64_t joins_seen, uint8_t &recheck)
-		: database_(layout), layout_(layout), worker_(worker), leased_(leased), joins_seen_(joins_seen),
+	LeasedReservation(const Layout &layout, int64_t worker, bool leased, const LeaseId &lease, uint64_t joins_seen,
+					  uint8_t &recheck)
+		: database_(layout), layout_(layout), worker_(worker), leased_(leased), lease_(lease), joins_seen_(joins_seen),
 		  recheck_(recheck)
 	{
 	}
@@ -93,17 +117,21 @@ public:
 			refuse_if_joined();
 			return covered;
 		}
-		std::optional<int64_t> cap = lease_cap_delta(worker_, layout_);
+		std::optional<int64_t> cap = lease_cap_delta(lease_, layout_);
 		if (!cap || *cap < delta)
 		{
 			lost_ = true;
 			recheck_ |= Recheck::lease_ended;
+			std::optional<int64_t> ceiling = cap ? lease_ceiling_delta(lease_) : std::nullopt;
+			if (ceiling && *ceiling < delta)
+				throw_past_ceiling(worker_, layout_, delta, *ceiling);
 			throw_lease_ended(worker_);
 		}
 		return std::min(database_.extend(delta), *cap);
 	}
 
 	bool leased() const { return leased_; }
+	const LeaseId &lease() const { return lease_; }
 	uint64_t joins_seen() const { return joins_seen_; }
 	bool lost() const { return lost_; }
 
@@ -121,6 +149,7 @@ private:
 	Layout layout_;
 	int64_t worker_;
 	bool leased_;
+	LeaseId lease_;				/* leased: the lease it came from */
 	uint64_t joins_seen_;
 	uint8_t &recheck_;
 	bool lost_ = false;

@@ -114,19 +114,25 @@ within_leases(SharedGenerator *g, const Layout &layout, int64_t covered)
 		return covered;
 
 	int64_t workers[1 + max_private_workers];
+	LeaseId leases[1 + max_private_workers];
 	int count = 0;
 
-	workers[count++] = registration->claim.worker;
-	pg_call([g, &workers, &count] {
+	workers[count] = registration->claim.worker;
+	leases[count++] = registration->lease;
+	pg_call([g, &workers, &leases, &count] {
 		LWLockAcquire(&g->privates_lock, LW_SHARED);
 		for (int i = 0; i < g->private_count; i++)
-			workers[count++] = g->privates[i].worker;
+		{
+			workers[count] = g->privates[i].worker;
+			leases[count++] = g->privates[i].lease;
+		}
 		LWLockRelease(&g->privates_lock);
 	});
 
+	/* Each by its own lease: the cursor's worker and every private one. */
 	for (int i = 0; i < count; i++)
 	{
-		std::optional<int64_t> cap = lease_cap_delta(workers[i], layout);
+		std::optional<int64_t> cap = lease_cap_delta(leases[i], layout);
 		if (!cap)
 			throw_lease_ended(workers[i]);
 		covered = std::min(covered, *cap);
@@ -193,7 +199,7 @@ claim_private_worker(SharedGenerator *g)
 
 	pg_call([g, &r] {
 		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
-		g->privates[g->private_count++] = PrivateWorker{r.claim.worker, r.claim.floor_delta, 0};
+		g->privates[g->private_count++] = PrivateWorker{r.claim.worker, r.claim.floor_delta, 0, r.lease};
 		LWLockRelease(&g->privates_lock);
 	});
 	pg_call([g] { ConditionVariableBroadcast(&g->changed); });

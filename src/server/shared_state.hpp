@@ -21,6 +21,7 @@
 #pragma once
 
 #include "core/layout.hpp"
+#include "registry/lease_table.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -58,6 +59,7 @@ struct PrivateWorker
 	int64_t worker;
 	int64_t floor_delta;	/* the last unit issued under it; the next borrower starts after it */
 	int borrower_pid;		/* 0: free */
+	LeaseId lease;			/* with a registry, the lease it came from, which caps it */
 };
 static_assert(std::is_trivially_destructible_v<PrivateWorker>);
 

@@ -97,10 +97,12 @@ claim_new_worker()
 			throw_time_exhausted(layout);
 
 		DatabaseOrigin origin = database_origin(config_origin);
-		Claim claim = leased ? claim_granted_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse)
+		LeaseId lease{};
+		Claim claim = leased ? claim_granted_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse,
+													&lease)
 							 : claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
 		write_claim(claim.worker, origin.identity);
-		return Registration{relid, layout, claim, leased, joins};
+		return Registration{relid, layout, claim, leased, joins, lease};
 	});
 
 	start_issuing(r.relid, r.claim.worker);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/layout.hpp"
+#include "registry/lease_table.hpp"
 #include "workers/worker_table.hpp"
 
 extern "C" {
@@ -25,6 +26,7 @@ struct Registration
 	Claim claim;
 	bool leased;	/* from a block of the registry's (uidgen.registry) */
 	uint64_t joins_seen;	/* joins_so_far() before the claim (lease_table.hpp) */
+	LeaseId lease;	/* leased: the lease it came from, which caps it (lease_cap_delta) */
 };
 static_assert(std::is_trivially_destructible_v<Registration>);
 

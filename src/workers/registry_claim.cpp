@@ -19,6 +19,7 @@
 #include "pg/spi.hpp"
 #include "pg/time_convert.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/registry_pin.hpp"
 #include "workers/worker_lock.hpp"
 
 extern "C" {
@@ -95,7 +96,7 @@ id_array(const int64_t *ids, int count)
  */
 bool
 claim_granted_worker(const Layout &layout, const char *identity, Oid worker_table, int64_t now_delta,
-					 Claim *claim)
+					 Claim *claim, LeaseId *lease)
 {
 	int count;
 	int64_t *granted = granted_workers(MyDatabaseId, &count);
@@ -103,40 +104,43 @@ claim_granted_worker(const Layout &layout, const char *identity, Oid worker_tabl
 	if (count == 0 ||
 		!claim_released_worker(layout, identity, worker_table, now_delta, id_array(granted, count), claim))
 		return false;
+	/*
+	 * Its lease may have lapsed since granted_workers() looked: then it
+	 * issues nothing (lease_cap_delta), and the next command claims again.
+	 */
+	*lease = live_lease(claim->worker, MyDatabaseId).value_or(LeaseId{});
 	claim->floor_delta = std::max(claim->floor_delta, grant_issued_until(claim->worker));
 	return true;
 }
 
+/* The identity of the registry this server's agent pinned, as text. */
+void
+agent_registry_text(char out[UUID_LEN * 2 + 5])
+{
+	pg_uuid_t pinned;
+
+	if (!pinned_registry(&pinned))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("the uidgen registry agent has not read its registry's identity yet"),
+				 errhint("See uidgen.registry_status, and run the command again.")));
+	uuid_text(pinned, out);
+}
+
+} // namespace
+
 /*
- * The database's join floor, joining now if it has not joined this
- * registry yet: every ID it issued, or will issue, under a worker claimed
- * without a registry is at or below the floor (the time reservation covers
- * them, and such workers stop at it), and every worker it claims from the
- * registry's blocks starts above it.  Its old workers are retired.
+ * The floor above every ID this database issued or may still issue under a
+ * worker it holds: the latest unit any of its workers reached, its time
+ * reservation once no raise is under way, and now + max_borrow; no floor
+ * when no worker ever registered in it.  First the count of joins: a
+ * worker claimed without a registry extends no further than what is read
+ * here (lease_table.hpp, joins_so_far()), even in a statement that runs
+ * across the reload.
  */
 int64_t
-join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t borrow_units)
+floor_above_all_issued(int64_t now_delta, int64_t borrow_units)
 {
-	LeaseTable *state = lease_table();
-	char registry[registry_text_size];
-
-	SpinLockAcquire(&state->mutex);
-	memcpy(registry, state->registry, sizeof(registry));
-	SpinLockRelease(&state->mutex);
-	registry[sizeof(registry) - 1] = '\0';
-
-	Oid types[2] = {TEXTOID, INT8OID};
-	Datum values[2] = {CStringGetTextDatum(registry), Int64GetDatum(0)};
-	if (spi_run("SELECT join_floor FROM uidgen.membership WHERE registry = $1", 1, types, values,
-				Visibility::Latest, SPI_OK_SELECT) == 1)
-		return spi_int64(0, 0);
-
-	/*
-	 * First the count, then the reservation, once no raise is under way:
-	 * a worker claimed without a registry extends no further than what
-	 * is read here (lease_table.hpp, joins_so_far()), even in a statement
-	 * that runs across the reload.
-	 */
 	count_join();
 	int64_t reserved = settled_reserved_until().value_or(Generator::no_floor);
 	spi_run("SELECT coalesce(max(last_time), -1), count(*) FROM uidgen.worker_node", 0, nullptr, nullptr,
@@ -148,7 +152,51 @@ join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t bo
 	 * a transaction that stored an ID committed its worker's claim too.  (Its
 	 * mark is not a sign of IDs: creating the extension sets it ahead.)
 	 */
-	int64_t floor = ever_issued ? std::max({last_time, now_delta + borrow_units, reserved}) : Generator::no_floor;
+	return ever_issued ? std::max({last_time, now_delta + borrow_units, reserved}) : Generator::no_floor;
+}
+
+namespace {
+
+/*
+ * The database's join floor, joining now if it has not joined this
+ * registry yet: every ID it issued, or will issue, under a worker claimed
+ * without a registry is at or below the floor (the time reservation covers
+ * them, and such workers stop at it), and every worker it claims from the
+ * registry's blocks starts above it.  Its old workers are retired.
+ */
+int64_t
+join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t borrow_units)
+{
+	char registry[registry_text_size];
+	describe_current_registry(registry);
+
+	char pinned[UUID_LEN * 2 + 5];
+	agent_registry_text(pinned);
+
+	Oid types[3] = {TEXTOID, INT8OID, TEXTOID};
+	Datum values[3] = {CStringGetTextDatum(registry), Int64GetDatum(0), CStringGetTextDatum(pinned)};
+	if (spi_run("SELECT join_floor, registry_id::text FROM uidgen.membership WHERE registry = $1", 1, types, values,
+				Visibility::Latest, SPI_OK_SELECT) == 1)
+	{
+		int64_t joined = spi_int64(0, 0);
+		char *joined_id = spi_text(0, 1);
+
+		/* Another registry behind the same name knows nothing of this database's workers. */
+		if (strcmp(joined_id, pinned) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION),
+					 errmsg("database \"%s\" joined uidgen registry %s, but \"%s\" is registry %s",
+							get_database_name(MyDatabaseId), joined_id, registry, pinned),
+					 errdetail("The registry was created again, rebuilt or replaced since this database joined it, "
+							   "and knows nothing of the workers this database was leased; this database takes no "
+							   "worker from it."),
+					 errhint("To move this database to that registry on purpose, run SELECT uid_registry_move() "
+							 "in it, as in every member database; otherwise set uidgen.registry to the registry "
+							 "it joined.")));
+		return joined;
+	}
+
+	int64_t floor = floor_above_all_issued(now_delta, borrow_units);
 
 	values[1] = Int64GetDatum(floor);
 	/*
@@ -157,12 +205,13 @@ join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t bo
 	 * and ours, computed after its first claim committed, would only be
 	 * higher than needed.  Joining another registry replaces the row.
 	 */
-	if (spi_run("INSERT INTO uidgen.membership AS m (registry, joined_at, join_floor) VALUES ($1, now(), $2) "
+	if (spi_run("INSERT INTO uidgen.membership AS m (registry, joined_at, join_floor, registry_id) "
+				"VALUES ($1, now(), $2, $3::uuid) "
 				"ON CONFLICT (singleton) DO UPDATE SET registry = excluded.registry, joined_at = excluded.joined_at, "
-				"    join_floor = greatest(m.join_floor, excluded.join_floor) "
+				"    join_floor = greatest(m.join_floor, excluded.join_floor), registry_id = excluded.registry_id "
 				"    WHERE m.registry <> excluded.registry "
 				"RETURNING join_floor",
-				2, types, values, Visibility::Latest, SPI_OK_INSERT_RETURNING) == 0 &&
+				3, types, values, Visibility::Latest, SPI_OK_INSERT_RETURNING) == 0 &&
 		spi_run("SELECT join_floor FROM uidgen.membership WHERE registry = $1", 1, types, values, Visibility::Latest,
 				SPI_OK_SELECT) == 1)
 		return spi_int64(0, 0);
@@ -205,17 +254,17 @@ adopt_registry_layout()
 
 Claim
 claim_granted_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
-				   int64_t borrow_units, bool reuse)
+				   int64_t borrow_units, bool reuse, LeaseId *lease)
 {
 	Claim claim{};
 	int64_t joined = join_floor(origin.identity, worker_table, now_delta, borrow_units);
 
 	if (reuse)
 	{
-		if (claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim))
+		if (claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim, lease))
 			return claim;
 		if (release_dead_workers(worker_table, origin.identity, now_delta + borrow_units) > 0 &&
-			claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim))
+			claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim, lease))
 			return claim;
 	}
 
@@ -233,6 +282,7 @@ claim_granted_worker(const Layout &layout, const DatabaseOrigin &origin, Oid wor
 		if (!try_lock_worker(worker_table, taken.worker))
 			continue;
 		int64_t floor = std::max({taken.floor_delta, joined, worker_last_time(taken.worker).value_or(-1)});
+		*lease = taken.lease_id;
 		return Claim{taken.worker, floor};
 	}
 	ereport(ERROR,

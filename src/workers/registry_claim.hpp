@@ -8,6 +8,7 @@
 #pragma once
 
 #include "core/layout.hpp"
+#include "registry/lease_table.hpp"
 #include "workers/worker_table.hpp"
 
 namespace uidgen::pg {
@@ -24,8 +25,19 @@ void adopt_registry_layout();
  * database has not (a join floor above every ID it issued before), then
  * reuses a released worker this server life granted to this database, or
  * takes a fresh one from the server's blocks.  Takes its session locks.
+ * Sets lease to the lease the worker came from.
  */
 Claim claim_granted_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
-						 int64_t borrow_units, bool reuse);
+						 int64_t borrow_units, bool reuse, LeaseId *lease);
+
+/*
+ * The time unit above every ID this database issued, or may still issue
+ * under a worker it holds (its workers' last units, its time reservation
+ * once no raise is under way, now + max_borrow); Generator::no_floor when
+ * no worker ever registered in it.  Counts a join first (lease_table.hpp,
+ * joins_so_far()), so that a worker claimed without a registry extends its
+ * reservation no further.
+ */
+int64_t floor_above_all_issued(int64_t now_delta, int64_t borrow_units);
 
 } // namespace uidgen::pg

@@ -25,7 +25,7 @@ our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
 	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node
-	clock_offset wait_for_clock_past);
+	clock_offset wait_for_clock_past start_gated_writer);
 
 # A started node with uidgen created in database postgres.  Extra lines go
 # to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock;
@@ -113,6 +113,38 @@ sub start_sql_loop
 		  or die "the background SQL did not get going: $sql";
 	}
 	return $h;
+}
+
+# start_sql_loop of a session that runs insert (which issues IDs) once,
+# waits until table go of its database has a row, then runs insert for
+# seconds, with a pause (seconds) after each, going on past errors: it
+# claims a worker again at its next uid_next().  Returns once the first
+# insert committed (until, a query that is true then).
+sub start_gated_writer
+{
+	my ($node, %params) = @_;
+	my ($insert, $seconds, $pause) = @params{qw(insert seconds pause)};
+	return start_sql_loop($node, qq{
+		DO \$\$ DECLARE t0 timestamptz;
+		BEGIN
+			$insert;
+			COMMIT;
+			WHILE NOT EXISTS (SELECT FROM go) LOOP
+				PERFORM pg_sleep(0.05);
+				COMMIT;
+			END LOOP;
+			t0 := clock_timestamp();
+			WHILE clock_timestamp() < t0 + interval '$seconds s' LOOP
+				BEGIN
+					$insert;
+				EXCEPTION WHEN OTHERS THEN
+					PERFORM pg_sleep(0.05);
+				END;
+				COMMIT;
+				PERFORM pg_sleep($pause);
+			END LOOP;
+		END \$\$},
+		db => $params{db}, until => $params{until});
 }
 
 # Waits for handles of start_sql_loop (their exit status is not looked at:
@@ -421,7 +453,8 @@ sub poll_for
 
 # A started node whose database "registry" holds the extension and the
 # fleet's registry, with a short lease (lease_ttl, default 10s) so that tests
-# can outlive it.  It is a member of itself unless member => 0.
+# can outlive it, set up for a new fleet (uid_registry_start_fleet()).  It is
+# a member of itself unless member => 0.
 sub new_registry_node
 {
 	my ($name, %params) = @_;
@@ -429,7 +462,7 @@ sub new_registry_node
 		conf => [ "shared_preload_libraries = 'uidgen'", @{ $params{conf} // [] } ]);
 
 	$node->safe_psql('postgres', 'CREATE DATABASE registry');
-	$node->safe_psql('registry', 'CREATE EXTENSION uidgen');
+	$node->safe_psql('registry', 'CREATE EXTENSION uidgen; SELECT uid_registry_start_fleet()');
 	$node->safe_psql('registry', "SELECT uid_registry_configure(lease_ttl => '" . ($params{lease_ttl} // '10s') . "'"
 		. ($params{max_borrow} ? ", max_borrow => '$params{max_borrow}'" : '') . ")");
 	unless (defined $params{member} && !$params{member})

@@ -64,9 +64,36 @@ like($err, qr/ERROR:  55000: cannot change the block size of a registry that has
 	'nor the block size: 55000');
 like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'and the member goes on issuing');
 
+# ---- a member role renews only its own server lives ----------------------------
+
+# Life tokens are readable by every member role (uidgen.server_life, for
+# people); a role that may call registry_renew() must still not keep
+# another role's blocks alive, nor lease blocks under its life.
+my $life = (registry_status($member))[0]{life};
+my $member_block = (split /,/, held_blocks($member))[0];
+$registry->safe_psql('registry', q{
+	CREATE ROLE intruder LOGIN;
+	GRANT EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]),
+		uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], bigint[], text[], uuid[], uuid[])
+	TO intruder});
+my %intruder_calls = (
+	renew => "SELECT * FROM uidgen.registry_renew('$life', '1', 1, 'intruder', 1, '{}', ARRAY[$member_block]::bigint[],"
+	  . " ARRAY[-1]::bigint[], '{}', '{}', ARRAY[NULL]::uuid[], '{}')",
+	claim => "SELECT * FROM uidgen.registry_claim('$life', '1', 1, 'intruder', 1, '{}')");
+for my $call (sort keys %intruder_calls)
+{
+	my ($stdout, $stderr);
+	$registry->psql('registry', $intruder_calls{$call}, stdout => \$stdout, stderr => \$stderr,
+		extra_params => [ '-U', 'intruder', '-v', 'VERBOSITY=verbose' ]);
+	like($stderr // '', qr/ERROR:  42501: uidgen server life .* belongs to another member role/,
+		"another member role cannot $call under a server life not its own: 42501 (got: "
+		  . ($stderr || "no error; returned $stdout") . ')');
+}
+is($registry->safe_psql('registry', "SELECT member_role FROM uidgen.server_life WHERE life = '$life'"),
+	$registry->safe_psql('registry', 'SELECT current_user'), 'the life stays its member role\'s');
+
 # ---- releasing a gone server's blocks ---------------------------------------
 
-my $life = (registry_status($member))[0]{life};
 $registry->safe_psql('registry', 'CREATE ROLE stranger LOGIN');
 $err = psql_error($registry, 'registry', "SET ROLE stranger; SELECT uid_registry_release('$life')");
 like($err, qr/ERROR:  42501: permission denied for function uid_registry_release/, 'only the owner releases blocks');

@@ -17,13 +17,14 @@ my $registry = new_registry_node('registry', member => 0);
 # The fake registry: uidgen's real functions renamed, and in their place
 # functions of other shapes.
 $registry->safe_psql('postgres', 'CREATE DATABASE fake');
-$registry->safe_psql('fake', "CREATE EXTENSION uidgen; SELECT uid_registry_configure(lease_ttl => '10s')");
+$registry->safe_psql('fake', "CREATE EXTENSION uidgen; SELECT uid_registry_start_fleet(); SELECT uid_registry_configure(lease_ttl => '10s')");
 my $claim_args = 'life uuid, system_identifier text, timeline int, host text, port int, databases text[]';
-my $renew_args = "$claim_args, blocks bigint[], floors bigint[], grant_workers bigint[], grant_databases text[]";
+my $renew_args = "$claim_args, blocks bigint[], floors bigint[], grant_workers bigint[], grant_databases text[], "
+  . 'lease_ids uuid[], grant_leases uuid[]';
 my $rules_columns = 'time_bits int, worker_bits int, seq_bits int, epoch_ms bigint, unit_ms int, max_borrow_ms bigint, '
   . 'lease_ttl_ms bigint, block_size int, max_clock_skew_ms bigint, clock_ms bigint';
 my $claim_columns = 'block bigint, first_worker bigint, last_worker bigint, floor_delta bigint, lease_ttl_ms bigint, '
-  . 'held_back_until timestamptz';
+  . 'held_back_until timestamptz, lease_id uuid, ceiling_delta bigint';
 # registry_renew() names itself in its body: a copy under the other name,
 # and the original out of the extension, to be dropped.
 $registry->safe_psql('fake', qq{
@@ -31,7 +32,7 @@ $registry->safe_psql('fake', qq{
 	ALTER FUNCTION uidgen.registry_claim($claim_args) RENAME TO real_registry_claim;
 	DO \$\$ BEGIN
 		EXECUTE replace(replace(pg_get_functiondef('uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], '
-		                                             'bigint[], text[])'::regprocedure),
+		                                             'bigint[], text[], uuid[], uuid[])'::regprocedure),
 		                        'registry_renew.', 'real_registry_renew.'),
 		                'FUNCTION uidgen.registry_renew(', 'FUNCTION uidgen.real_registry_renew(');
 	END \$\$;
@@ -54,7 +55,7 @@ sub fake
 	{
 		$sql .= "CREATE FUNCTION uidgen.registry_$function($args) RETURNS TABLE ($columns) LANGUAGE sql AS \$fake\$ "
 		  . "SELECT * FROM uidgen.real_registry_$function("
-		  . join(', ', map { "\$$_" } 1 .. ($function eq 'rules' ? 0 : $function eq 'claim' ? 6 : 10)) . ') $fake$;';
+		  . join(', ', map { "\$$_" } 1 .. ($function eq 'rules' ? 0 : $function eq 'claim' ? 6 : 12)) . ') $fake$;';
 	}
 	$registry->safe_psql('fake', $sql);
 }
@@ -119,23 +120,29 @@ fake('rules', $rules_columns, undef);
 
 # ---- uidgen.registry_claim() ----------------------------------------------------
 
-my $claim_values = 'c.block, c.first_worker, c.last_worker, c.floor_delta, c.lease_ttl_ms, c.held_back_until';
+my $claim_values = 'c.block, c.first_worker, c.last_worker, c.floor_delta, c.lease_ttl_ms, c.held_back_until, c.lease_id, '
+  . 'c.ceiling_delta';
 my $real_claim = 'uidgen.real_registry_claim($1, $2, $3, $4, $5, $6) c';
 fake('claim', $claim_columns, "SELECT $claim_values FROM $real_claim WHERE false");
 expect_refusal('claim, no row', '%leasing a block of worker ids: the registry replied with 0 rows, expected 1%',
 	uid_next => 1);
 fake('claim', $claim_columns, "SELECT NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, "
-	. 'NULL::timestamptz');
+	. 'NULL::timestamptz, NULL::uuid, NULL::bigint');
 expect_refusal('claim, NULLs', '%leasing a block of worker ids: column "held_back_until" of the reply is null%',
 	uid_next => 1);
 (my $claim_text = $claim_columns) =~ s/first_worker bigint/first_worker text/;
-fake('claim', $claim_text, "SELECT c.block, 'one', c.last_worker, c.floor_delta, c.lease_ttl_ms, c.held_back_until "
-	. "FROM $real_claim");
+fake('claim', $claim_text, "SELECT c.block, 'one', c.last_worker, c.floor_delta, c.lease_ttl_ms, c.held_back_until, "
+	. "c.lease_id, c.ceiling_delta FROM $real_claim");
 expect_refusal('claim, text for a number', '%column "first_worker" of the reply is not an integer: "one"%',
 	uid_next => 1);
 fake('claim', $claim_columns, "SELECT c.block, c.last_worker, c.first_worker - 1, c.floor_delta, c.lease_ttl_ms, "
-	. "c.held_back_until FROM $real_claim");
+	. "c.held_back_until, c.lease_id, c.ceiling_delta FROM $real_claim");
 expect_refusal('claim, an empty block', '%leasing a block of worker ids: the registry leased block % of workers % to %',
+	uid_next => 1);
+(my $claim_grant_text = $claim_columns) =~ s/lease_id uuid/lease_id text/;
+fake('claim', $claim_grant_text, "SELECT c.block, c.first_worker, c.last_worker, c.floor_delta, c.lease_ttl_ms, "
+	. "c.held_back_until, 'lease-1', c.ceiling_delta FROM $real_claim");
+expect_refusal('claim, a lease ID that is not a UUID', '%column "lease_id" of the reply is not a lease ID: "lease-1"%',
 	uid_next => 1);
 fake('claim', $claim_columns, undef);
 wait_for_registry($member);
@@ -143,12 +150,17 @@ like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'with the r
 
 # ---- uidgen.registry_renew() ----------------------------------------------------
 
-my $real_renew = 'uidgen.real_registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) r';
-fake('renew', 'block bigint, lease_ttl_ms bigint', "SELECT NULL::bigint, r.lease_ttl_ms FROM $real_renew");
+my $real_renew = 'uidgen.real_registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) r';
+my $renew_columns = 'block bigint, lease_ttl_ms bigint, lease_id uuid, ceiling_delta bigint';
+fake('renew', $renew_columns, "SELECT NULL::bigint, r.lease_ttl_ms, r.lease_id, r.ceiling_delta FROM $real_renew");
 expect_refusal('renew, a NULL', '%renewing the leases: column "block" of the reply is null%');
-fake('renew', 'block bigint, lease_ttl_ms text', "SELECT r.block, '10 s' FROM $real_renew");
+fake('renew', 'block bigint, lease_ttl_ms text, lease_id uuid, ceiling_delta bigint',
+	"SELECT r.block, '10 s', r.lease_id, r.ceiling_delta FROM $real_renew");
 expect_refusal('renew, text for a number', '%column "lease_ttl_ms" of the reply is not an integer: "10 s"%');
-fake('renew', 'block bigint, lease_ttl_ms bigint', undef);
+fake('renew', 'block bigint, lease_ttl_ms bigint', "SELECT r.block, r.lease_ttl_ms FROM $real_renew");
+# A registry whose renewals name no grant (as before grants had an ID).
+expect_refusal('renew, no lease_id', '%renewing the leases: column "lease_id" does not exist%');
+fake('renew', $renew_columns, undef);
 $member->poll_query_until('postgres', q{SELECT bool_and(agent_status = 'ready') FROM uidgen.registry_status})
   or die 'the agent did not recover';
 like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'with the real functions back, it issues');

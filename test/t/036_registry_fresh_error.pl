@@ -23,7 +23,7 @@ my $err = psql_error($member, 'postgres', 'SELECT uid_next()');
 like($err, qr/ERROR:  08\w\w\w: .*database "later" does not exist/s, 'meanwhile uid_next() fails with class 08');
 
 $registry->safe_psql('postgres', 'CREATE DATABASE later');
-$registry->safe_psql('later', "CREATE EXTENSION uidgen; SELECT uid_registry_configure(lease_ttl => '10s')");
+$registry->safe_psql('later', "CREATE EXTENSION uidgen; SELECT uid_registry_start_fleet(); SELECT uid_registry_configure(lease_ttl => '10s')");
 my ($ret, $out, $stderr) = $member->psql('postgres', 'SELECT uid_next()');
 is($ret, 0, 'right after the registry database is created, the first uid_next() succeeds') or diag($stderr);
 
@@ -44,7 +44,7 @@ sub registry_fails
 
 $registry->safe_psql('postgres', 'CREATE DATABASE later2');
 registry_fails('later2', '%has no uidgen%', 'app', 'the agent reports that the registry database has no uidgen');
-$registry->safe_psql('later2', "CREATE EXTENSION uidgen; SELECT uid_registry_configure(lease_ttl => '10s')");
+$registry->safe_psql('later2', "CREATE EXTENSION uidgen; SELECT uid_registry_start_fleet(); SELECT uid_registry_configure(lease_ttl => '10s')");
 ($ret, $out, $stderr) = $member->psql('app', 'SELECT uid_next()');
 is($ret, 0, 'right after uidgen is created there, the first uid_next() succeeds') or diag($stderr);
 

@@ -1,0 +1,186 @@
+/*
+ * registry_pin.cpp
+ *	  The identity of the registry this server life works with, in the
+ *	  lease table (registry_pin.hpp).
+ */
+#include "registry/registry_pin.hpp"
+
+#include "registry/lease_table.hpp"
+
+extern "C" {
+#include "utils/builtins.h"
+#include "utils/wait_event.h"
+}
+
+#include <algorithm>
+#include <cstring>
+
+namespace uidgen::pg {
+
+bool
+note_registry_identity(const pg_uuid_t &seen, uint64 attempt, pg_uuid_t *pinned)
+{
+	LeaseTable *state = lease_table();
+	bool same;
+
+	SpinLockAcquire(&state->mutex);
+	memcpy(state->registry_seen_id, seen.data, UUID_LEN);
+	state->registry_seen = true;
+	state->registry_seen_attempt = attempt;
+	if (!state->registry_pinned)
+	{
+		memcpy(state->registry_id, seen.data, UUID_LEN);
+		state->registry_pinned = true;
+	}
+	memcpy(pinned->data, state->registry_id, UUID_LEN);
+	same = memcmp(state->registry_id, seen.data, UUID_LEN) == 0;
+	SpinLockRelease(&state->mutex);
+	ConditionVariableBroadcast(&state->changed);
+	return same;
+}
+
+bool
+identity_read_wanted()
+{
+	LeaseTable *state = lease_table();
+	bool wanted;
+
+	SpinLockAcquire(&state->mutex);
+	wanted = state->identity_wanted > state->registry_seen_attempt;
+	SpinLockRelease(&state->mutex);
+	return wanted;
+}
+
+bool
+read_identity_afresh(int64_t until_mono)
+{
+	LeaseTable *state = lease_table();
+	uint64 since;
+
+	SpinLockAcquire(&state->mutex);
+	since = state->attempts;
+	state->identity_wanted = std::max(state->identity_wanted, since + 1);
+	SpinLockRelease(&state->mutex);
+
+	for (;;)
+	{
+		SpinLockAcquire(&state->mutex);
+		bool read = state->registry_seen && state->registry_seen_attempt > since;
+		bool failed = state->status == AgentStatus::Failed && state->status_attempt > since;
+		SpinLockRelease(&state->mutex);
+		if (read)
+			return true;
+		int64_t left = until_mono - monotonic_ms();
+		if (failed || left <= 0)
+			return false;
+		wake_agent();
+		ConditionVariablePrepareToSleep(&state->changed);
+		(void) ConditionVariableTimedSleep(&state->changed, std::min<int64_t>(left, 1000), PG_WAIT_EXTENSION);
+		ConditionVariableCancelSleep();
+	}
+}
+
+void
+unpin_registry()
+{
+	LeaseTable *state = lease_table();
+
+	SpinLockAcquire(&state->mutex);
+	state->registry_pinned = false;
+	state->registry_seen = false;
+	SpinLockRelease(&state->mutex);
+}
+
+bool
+pinned_registry(pg_uuid_t *id)
+{
+	LeaseTable *state = lease_table();
+	bool pinned;
+
+	SpinLockAcquire(&state->mutex);
+	pinned = state->registry_pinned;
+	memcpy(id->data, state->registry_id, UUID_LEN);
+	SpinLockRelease(&state->mutex);
+	return pinned;
+}
+
+bool
+pin_seen_registry(pg_uuid_t *adopted, bool *changed)
+{
+	LeaseTable *state = lease_table();
+	bool seen;
+
+	*changed = false;
+	SpinLockAcquire(&state->mutex);
+	seen = state->registry_seen;
+	if (seen)
+	{
+		*changed = !state->registry_pinned || memcmp(state->registry_id, state->registry_seen_id, UUID_LEN) != 0;
+		if (*changed)
+		{
+			/* Leased by another registry, which can no longer be renewed: their workers stop at their caps. */
+			memcpy(state->registry_id, state->registry_seen_id, UUID_LEN);
+			state->registry_pinned = true;
+			state->nblocks = 0;
+			/* Registrations wait for the rules of the registry pinned now. */
+			state->have_rules = false;
+		}
+		memcpy(adopted->data, state->registry_id, UUID_LEN);
+	}
+	SpinLockRelease(&state->mutex);
+	if (*changed)
+	{
+		ConditionVariableBroadcast(&state->changed);
+		wake_agent();
+	}
+	return seen;
+}
+
+bool
+parse_uuid_text(const char *text, pg_uuid_t *id)
+{
+	int pos = 0;
+
+	for (int i = 0; i < UUID_LEN; i++)
+	{
+		int byte = 0;
+
+		if ((i == 4 || i == 6 || i == 8 || i == 10) && text[pos++] != '-')
+			return false;
+		for (int half = 0; half < 2; half++)
+		{
+			char c = text[pos++];
+			int digit;
+
+			if (c >= '0' && c <= '9')
+				digit = c - '0';
+			else if (c >= 'a' && c <= 'f')
+				digit = c - 'a' + 10;
+			else if (c >= 'A' && c <= 'F')
+				digit = c - 'A' + 10;
+			else
+				return false;
+			byte = byte * 16 + digit;
+		}
+		id->data[i] = static_cast<unsigned char>(byte);
+	}
+	return text[pos] == '\0';
+}
+
+void
+uuid_text(const pg_uuid_t &id, char out[UUID_LEN * 2 + 5])
+{
+	static const char hex[] = "0123456789abcdef";
+	int pos = 0;
+
+	for (int i = 0; i < UUID_LEN; i++)
+	{
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[pos++] = '-';
+		out[pos++] = hex[id.data[i] >> 4];
+		out[pos++] = hex[id.data[i] & 0x0f];
+	}
+	out[pos] = '\0';
+}
+
+} // namespace uidgen::pg

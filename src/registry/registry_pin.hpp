@@ -1,0 +1,60 @@
+/*
+ * registry_pin.hpp
+ *	  Which registry this server life works with: the identity it pinned.
+ *
+ * A registry is named by a random UUID drawn when its extension is created
+ * (uidgen.registry_identity there).  The agent pins the first it reaches
+ * under a uidgen.registry setting, for the server life, and from then on
+ * leases and renews nothing at a registry of another identity: one created
+ * again, rebuilt, or another database behind the same connection string
+ * knows nothing of the leases this server holds.  Each member database
+ * pins the identity it joined in uidgen.membership; uid_registry_move()
+ * moves both (docs/design.md, section 8.5).
+ */
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+
+#include "utils/uuid.h"
+}
+
+namespace uidgen::pg {
+
+/*
+ * The agent: the identity the registry replied in attempt; whether it is
+ * the one pinned (pinning it when none is).
+ */
+bool note_registry_identity(const pg_uuid_t &seen, uint64 attempt, pg_uuid_t *pinned);
+
+/* The agent: whether a backend waits for the identity to be read afresh. */
+bool identity_read_wanted();
+
+/*
+ * Has the agent read the registry's identity afresh (in an attempt begun
+ * after the call), waiting at most until_mono; false when that attempt
+ * failed before it read it, or no attempt came in time.
+ */
+bool read_identity_afresh(int64_t until_mono);
+
+/* The agent, when uidgen.registry changes: the next registry pins anew. */
+void unpin_registry();
+
+/* The identity pinned; false when the agent has not pinned one yet. */
+bool pinned_registry(pg_uuid_t *id);
+
+/*
+ * Pins the identity the agent saw last, and when that is another than the
+ * one pinned, drops every block leased under the old one (their workers
+ * then issue nothing more) and its rules.  False when the agent has seen none; changed
+ * tells whether the pin moved.
+ */
+bool pin_seen_registry(pg_uuid_t *adopted, bool *changed);
+
+/* A UUID of canonical text (36 characters, either case); false for anything else. */
+bool parse_uuid_text(const char *text, pg_uuid_t *id);
+
+/* A UUID as text (36 characters and a NUL). */
+void uuid_text(const pg_uuid_t &id, char out[UUID_LEN * 2 + 5]);
+
+} // namespace uidgen::pg
