@@ -216,3 +216,8 @@ diag("$r->{crash_exception} duplicate IDs fall under PostgreSQL's crash exceptio
 say_line(sprintf('done: %d faults, %d IDs, %d duplicates, %d crash exception; history in %s/history.txt',
 	scalar(@done), $r->{ids}, $r->{duplicates}, $r->{crash_exception}, $opt{out}));
 done_testing();
+
+# The closing line of every test command of the project (.ci/run adds them up).
+my $builder = Test::More->builder;
+my $failed = grep { !$_ } $builder->summary;
+print $console sprintf("%d passed, %d failed\n", $builder->current_test - $failed, $failed);
