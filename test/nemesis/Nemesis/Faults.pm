@@ -464,7 +464,7 @@ sub registry_restore
 	$node->start;
 	$fleet->registry_moved($node);
 	new_registry_standby($fleet);
-	return $old->name . ' stopped (immediate); ' . $node->name . " restored from the backup taken at set-up, a new standby";
+	return $old->name . ' stopped (immediate); ' . $node->name . " restored from backup $backup, a new standby";
 }
 
 sub registry_failover
@@ -508,7 +508,15 @@ sub registry_recreate
 			push @moved, $node->name . "/$db" if $moved;
 		}
 	}
-	return 'the extension dropped and created again in the registry database; moved: ' . join(' ', @moved);
+	# A restore from now on brings back this registry, not the one the
+	# members left: a backup of it, taken once it holds their leases.
+	my $registry = $fleet->{registry};
+	my $backup = 'after_recreate_' . ++$fleet->{serial};
+	Nemesis::Fleet::poll($registry, 'registry', 'SELECT count(*) > 0 FROM uidgen.worker_block', 60);
+	$registry->backup($backup);
+	$fleet->{registry_backup} = [ $registry, $backup ];
+	return 'the extension dropped and created again in the registry database; moved: ' . join(' ', @moved)
+	  . "; backup $backup for later restores";
 }
 
 1;
