@@ -11,12 +11,15 @@
 CREATE TABLE uidgen.registry_config (
 	singleton      boolean PRIMARY KEY DEFAULT true CHECK (singleton),
 	lease_ttl      interval NOT NULL DEFAULT '10 min' CHECK (lease_ttl >= '1 s' AND lease_ttl <= '1 day'),
-	block_size     int NOT NULL DEFAULT 16 CHECK (block_size BETWEEN 1 AND 4096),
+	block_size     int NOT NULL DEFAULT 8 CHECK (block_size BETWEEN 1 AND 4096),
 	max_borrow     interval NOT NULL DEFAULT '10 s' CHECK (max_borrow >= '0' AND max_borrow <= '1 hour'),
-	max_clock_skew interval NOT NULL DEFAULT '1 s' CHECK (max_clock_skew >= '0' AND max_clock_skew <= '1 min')
+	max_clock_skew interval NOT NULL DEFAULT '1 s' CHECK (max_clock_skew >= '0' AND max_clock_skew <= '1 min'),
+	max_system_blocks int NOT NULL DEFAULT 16 CHECK (max_system_blocks >= 1)
 );
 COMMENT ON TABLE uidgen.registry_config
-	IS 'A registry''s rules for its members: lease TTL, block size, max_borrow, clock bound; see uid_registry_configure()';
+	IS 'A registry''s rules for its members: lease TTL, block size, max_borrow, clock bound, blocks per system; see uid_registry_configure()';
+COMMENT ON COLUMN uidgen.registry_config.max_system_blocks
+	IS 'How many blocks the lives of one system identifier may hold before they are reusable (a crash loop)';
 INSERT INTO uidgen.registry_config DEFAULT VALUES;
 
 -- Which server, database and start the registry's state was last seen on.
@@ -152,7 +155,7 @@ BEGIN
 	IF TG_TABLE_NAME = 'registry_config' THEN
 		UPDATE uidgen.registry_config
 		   SET lease_ttl = NEW.lease_ttl, block_size = NEW.block_size, max_borrow = NEW.max_borrow,
-		       max_clock_skew = NEW.max_clock_skew
+		       max_clock_skew = NEW.max_clock_skew, max_system_blocks = NEW.max_system_blocks
 		 WHERE singleton;
 	ELSE
 		UPDATE uidgen.registry_state
@@ -371,6 +374,19 @@ BEGIN
 	LOCK TABLE uidgen.worker_block IN EXCLUSIVE MODE;
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
 
+	-- Every restart is a new life whose blocks stay out of the pool until
+	-- they are reusable: a server in a crash loop would take them all.
+	IF (SELECT count(*) FROM uidgen.worker_block b JOIN uidgen.server_life l ON l.life = b.life
+	     WHERE l.system_identifier = registry_claim.system_identifier AND b.reusable_after > now())
+	   >= cfg.max_system_blocks THEN
+		RAISE EXCEPTION 'the uidgen servers of system identifier % hold % worker blocks, their limit',
+		                system_identifier, cfg.max_system_blocks
+			USING ERRCODE = 'program_limit_exceeded',
+			      DETAIL = 'Blocks of server lives that ended (restarts, crashes) count until their lease ends plus max_borrow.',
+			      HINT = 'Find why the server restarts so often, release the blocks of its lives that are gone with '
+			             'uid_registry_release(), or raise max_system_blocks with uid_registry_configure().';
+	END IF;
+
 	SELECT * INTO spent FROM uidgen.worker_block b
 	 WHERE b.reusable_after < now() ORDER BY b.reusable_after, b.block LIMIT 1;
 	IF FOUND THEN
@@ -418,7 +434,14 @@ BEGIN
 	   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
 	       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
 	       reusable_after = excluded.reusable_after, lease_id = excluded.lease_id,
-	       ceiling_delta = greatest(b.ceiling_delta, excluded.ceiling_delta);
+	       ceiling_delta = greatest(b.ceiling_delta, excluded.ceiling_delta)
+	 -- Only a block whose last holder can issue nothing more.  The lock
+	 -- above serializes claims, so this is the last line of defence.
+	 WHERE b.reusable_after < now();
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'uidgen worker block % is leased already', block
+			USING ERRCODE = 'internal_error';
+	END IF;
 	INSERT INTO uidgen.worker_block_lease AS h
 	       (block, life, first_worker, last_worker, floor_delta, claimed_at, lease_id)
 	VALUES (block, life, first_worker, last_worker, floor_delta, now(), drawn);
@@ -511,7 +534,8 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, tex
 
 CREATE FUNCTION @extschema@.uid_registry_configure(lease_ttl interval DEFAULT NULL, block_size int DEFAULT NULL,
                                                    max_borrow interval DEFAULT NULL,
-                                                   max_clock_skew interval DEFAULT NULL)
+                                                   max_clock_skew interval DEFAULT NULL,
+                                                   max_system_blocks int DEFAULT NULL)
 RETURNS uidgen.registry_config
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -528,13 +552,14 @@ BEGIN
 	   SET lease_ttl = coalesce(uid_registry_configure.lease_ttl, c.lease_ttl),
 	       block_size = coalesce(uid_registry_configure.block_size, c.block_size),
 	       max_borrow = coalesce(uid_registry_configure.max_borrow, c.max_borrow),
-	       max_clock_skew = coalesce(uid_registry_configure.max_clock_skew, c.max_clock_skew)
+	       max_clock_skew = coalesce(uid_registry_configure.max_clock_skew, c.max_clock_skew),
+	       max_system_blocks = coalesce(uid_registry_configure.max_system_blocks, c.max_system_blocks)
 	RETURNING * INTO cfg;
 	RETURN cfg;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval)
-	IS 'Sets this registry''s lease TTL, block size, max_borrow and clock bound';
+COMMENT ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval, int)
+	IS 'Sets this registry''s lease TTL, block size, max_borrow, clock bound and blocks per system identifier';
 
 -- A server that is gone keeps its blocks until their leases end; releasing
 -- them stops renewals, so they return to the pool a lease TTL (plus
@@ -562,7 +587,7 @@ $$;
 COMMENT ON FUNCTION @extschema@.uid_registry_start_fleet()
 	IS 'Lets a new registry lease at once: no earlier fleet used its name; returns its identity';
 
-REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval, int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_start_fleet() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_release(uuid) FROM PUBLIC;
 

@@ -59,10 +59,28 @@ like($err, qr/ERROR:  55000: cannot change the layout of a uidgen registry that 
 	'uid_configure at a registry that leased a block: 55000');
 is($registry->safe_psql('registry', "SELECT worker_bits || '/' || seq_bits FROM uidgen.config"), '13/9',
 	'and the layout is unchanged');
-$err = psql_error($registry, 'registry', 'SELECT uid_registry_configure(block_size => 8)');
+$err = psql_error($registry, 'registry', 'SELECT uid_registry_configure(block_size => 4)');
 like($err, qr/ERROR:  55000: cannot change the block size of a registry that has leased blocks/,
 	'nor the block size: 55000');
 like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'and the member goes on issuing');
+
+# ---- a crash loop cannot take the fleet's blocks ------------------------------------
+
+# Every restart is a new server life that leases blocks, and those of the
+# lives before stay out of the pool until their leases end: the lives of
+# one system identifier hold at most max_system_blocks.
+$registry->safe_psql('registry', 'SELECT uid_registry_configure(max_system_blocks => 3)');
+my $claimed = $registry->safe_psql('registry', join(';', map {
+	q{SELECT block FROM uidgen.registry_claim(gen_random_uuid(), 'crash-loop', 1, 'h', 1, '{}')} } 1 .. 3));
+is(scalar(() = $claimed =~ /^\d+$/mg), 3, "three lives of one system identifier lease a block each ($claimed)");
+$err = psql_error($registry, 'registry',
+	q{SELECT * FROM uidgen.registry_claim(gen_random_uuid(), 'crash-loop', 1, 'h', 1, '{}')});
+like($err, qr/ERROR:  54000: the uidgen servers of system identifier crash-loop hold 3 worker blocks, their limit.*HINT:  .*raise max_system_blocks/s,
+	'a fourth is refused with 54000, naming the limit and the remedy');
+like($registry->safe_psql('registry',
+	q{SELECT block FROM uidgen.registry_claim(gen_random_uuid(), 'another-server', 1, 'h', 1, '{}')}),
+	qr/^\d+$/, 'another system identifier still leases');
+$registry->safe_psql('registry', 'SELECT uid_registry_configure(max_system_blocks => 16)');
 
 # ---- a member role renews only its own server lives ----------------------------
 
