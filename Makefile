@@ -21,6 +21,7 @@
 #                           (no PostgreSQL needed; see test/bench/README.md)
 #   make bench-scope        the server-wide generator's targets (uidgen.scope)
 #   make bench-registry     what a registry (uidgen.registry) costs a member
+#   make bench-lives        one registry serving 1,000 simulated server lives
 #   make deb                the Debian packages postgresql-VERSION-uidgen,
 #                           into build/deb (docs/install.md)
 #   make dist               the PGXN release build/uidgen-VERSION.zip of HEAD
@@ -159,7 +160,12 @@ bench-scope:
 bench-registry:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/registry.sh
 
-.PHONY: unit test test-stress test-all nemesis demo bench bench-scope bench-registry cursor-bench
+# One registry serving LIVES (1,000) simulated server lives: claim and renew
+# latency and CPU against registry_rules() (test/bench/README.md).
+bench-lives:
+	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/lives.sh
+
+.PHONY: unit test test-stress test-all nemesis demo bench bench-scope bench-registry bench-lives cursor-bench
 
 # ---- packaging (docs/install.md) ----------------------------------------
 
