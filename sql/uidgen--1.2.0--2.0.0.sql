@@ -361,6 +361,7 @@ DECLARE
 	state record := uidgen.registry_check_state();
 	top   bigint := (SELECT (1::bigint << c.worker_bits) - 1 FROM uidgen.config c);
 	spent uidgen.worker_block;
+	caller_system text := system_identifier;	-- the body names no function: 035 renames it
 	drawn uuid;		-- lease_id, under a name that no column has
 	ceiling bigint;	-- ceiling_delta, likewise
 BEGIN
@@ -377,7 +378,7 @@ BEGIN
 	-- Every restart is a new life whose blocks stay out of the pool until
 	-- they are reusable: a server in a crash loop would take them all.
 	IF (SELECT count(*) FROM uidgen.worker_block b JOIN uidgen.server_life l ON l.life = b.life
-	     WHERE l.system_identifier = registry_claim.system_identifier AND b.reusable_after > now())
+	     WHERE l.system_identifier = caller_system AND b.reusable_after > now())
 	   >= cfg.max_system_blocks THEN
 		RAISE EXCEPTION 'the uidgen servers of system identifier % hold % worker blocks, their limit',
 		                system_identifier, cfg.max_system_blocks
