@@ -500,7 +500,14 @@ BEGIN
 			       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
 			       reusable_after = greatest(w.reusable_after, excluded.reusable_after),
 			       lease_id = excluded.lease_id, ceiling_delta = greatest(w.ceiling_delta, excluded.ceiling_delta)
+			 -- Only a lease the registry lost: one granted after the state it
+			 -- kept starts above every ceiling that state records.  A lease
+			 -- that lapsed and whose block went to another lease since (a
+			 -- member that missed its lapse, frozen or suspended) starts
+			 -- below the newer lease's ceiling, and is not revived.
+			 WHERE w.ceiling_delta <= floors[i]
 			RETURNING w.ceiling_delta INTO top_c;
+			CONTINUE WHEN NOT FOUND;
 			INSERT INTO uidgen.worker_block_lease
 			       (block, life, first_worker, last_worker, floor_delta, claimed_at, lease_id)
 			VALUES (b, registry_renew.life, (b - 1) * cfg.block_size + 1, least(b * cfg.block_size, top),
