@@ -5,6 +5,7 @@
 #include "pg/pg_clock.hpp"
 
 #include "pg/guard.hpp"
+#include "pg/settings.hpp"
 
 extern "C" {
 #include "miscadmin.h"

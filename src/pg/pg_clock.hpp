@@ -23,15 +23,6 @@ public:
 };
 static_assert(std::is_trivially_destructible_v<PgClock>);
 
-/*
- * uidgen.debug_clock_offset (module.cpp): a developer setting, superuser
- * only, that moves the clock every uidgen process reads by that many
- * milliseconds.  Tests step a member's clock with it where libfaketime cannot
- * reach (background workers forked by the PostgreSQL 15 postmaster while it
- * waits in select()); 0, the default, is the system clock.
- */
-extern int debug_clock_offset_ms;
-
 /* The one clock of the backend; a plain object, no initialisation guard on the hot path. */
 extern PgClock the_backend_clock;
 

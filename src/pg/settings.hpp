@@ -23,7 +23,14 @@ extern bool worker_reuse;
 extern int scope_setting;			/* a Scope */
 extern int keeper_idle_timeout_ms;
 extern int max_chunk_setting;
-extern int debug_clock_offset_ms;	/* developer: see pg_clock.hpp */
+/*
+ * uidgen.debug_clock_offset: a developer setting, superuser only, that moves
+ * the clock every uidgen process reads (PgClock::now_ms) by that many
+ * milliseconds.  Tests step a member's clock with it where libfaketime
+ * cannot reach (background workers forked by the PostgreSQL 15 postmaster
+ * while it waits in select()); 0, the default, is the system clock.
+ */
+extern int debug_clock_offset_ms;
 
 inline Scope
 current_scope()

@@ -295,9 +295,10 @@ try_take(LeaseTable *state, Oid database, const char *database_name)
 {
 	std::optional<GrantedWorker> taken;
 	bool grants_full = false;
+	int64_t now_mono = monotonic_ms();	/* no clock read under the spinlock */
 
 	SpinLockAcquire(&state->mutex);
-	LeasedBlock *b = block_with_room(state, monotonic_ms());
+	LeasedBlock *b = block_with_room(state, now_mono);
 	if (b != nullptr && state->ngrants >= max_grants)
 		grants_full = true;
 	else if (b != nullptr)
