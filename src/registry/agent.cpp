@@ -118,12 +118,12 @@ set_status(AgentStatus status, int sqlstate, const char *error)
 {
 	LeaseTable *state = lease_table();
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	state->status = status;
 	state->status_attempt = current_attempt;
 	state->error_sqlstate = sqlstate;
 	strlcpy(state->error, error != nullptr ? error : "", sizeof(state->error));
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 	if (status == AgentStatus::Failed)
 		ereport(LOG, (errmsg("uidgen registry agent: %s", error)));
@@ -135,14 +135,14 @@ drop_expired_blocks(LeaseTable *state, int64_t now_mono)
 {
 	int kept = 0;
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < state->nblocks; i++)
 	{
 		if (state->blocks[i].deadline_mono_ms > now_mono)
 			state->blocks[kept++] = state->blocks[i];
 	}
 	state->nblocks = kept;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 }
 
 void
@@ -150,10 +150,10 @@ forget_blocks()
 {
 	LeaseTable *state = lease_table();
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	state->nblocks = 0;
 	state->have_rules = false;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 }
 
@@ -587,10 +587,10 @@ fetch_rules()
 		return false;
 	}
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	state->rules = rules;
 	state->have_rules = true;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	return true;
 }
 
@@ -689,18 +689,18 @@ identity_of(LeaseTable *state)
 	strlcpy(id.host, server_host_name(), sizeof(id.host));
 	snprintf(id.port, sizeof(id.port), "%d", PostPortNumber);
 
-	/* Copied out first: nothing may allocate under a spinlock. */
+	/* Copied out first: nothing may allocate under the table's lock. */
 	Oid *databases = static_cast<Oid *>(palloc(sizeof(Oid) * max_grants));
 	NameData *names_of = static_cast<NameData *>(palloc(sizeof(NameData) * max_grants));
 	int count = 0;
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	for (int i = 0; i < state->ngrants; i++)
 	{
 		databases[count] = state->grants[i].database;
 		names_of[count++] = state->grants[i].database_name;
 	}
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 
 	StringInfoData names;
 	initStringInfo(&names);
@@ -733,13 +733,13 @@ renew(LeaseTable *state)
 	int nheld;
 	int ngrants;
 
-	/* Copied out first: nothing may allocate under a spinlock. */
-	SpinLockAcquire(&state->mutex);
+	/* Copied out first: nothing may allocate under the table's lock. */
+	LWLockAcquire(&state->lock, LW_SHARED);
 	nheld = state->nblocks;
 	memcpy(held, state->blocks, sizeof(LeasedBlock) * nheld);
 	ngrants = state->ngrants;
 	memcpy(grants, state->grants, sizeof(Grant) * ngrants);
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 
 	initStringInfo(&blocks);
 	initStringInfo(&floors);
@@ -788,7 +788,7 @@ renew(LeaseTable *state)
 	if (r == nullptr)
 		return false;
 
-	/* Parsed first: the spinlock is held for a copy only. */
+	/* Parsed first: the table's lock is held for a copy only. */
 	const char *what = "renewing the leases";
 	if (!reply_has_shape(r, what, -1, 4))
 		return false;
@@ -818,7 +818,7 @@ renew(LeaseTable *state)
 	PQclear(r);
 
 	int kept = 0;
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < state->nblocks; i++)
 	{
 		for (int row = 0; row < nrenewed; row++)
@@ -836,7 +836,7 @@ renew(LeaseTable *state)
 	state->nblocks = kept;
 	for (int i = 0; i < reported_up_to; i++)
 		state->grants[i].reported = true;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 	return true;
 }
@@ -904,17 +904,17 @@ claim_block(LeaseTable *state)
 	b.deadline_mono_ms = sent + ttl;
 	b.next_worker = b.first_worker;
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	if (state->nblocks < max_leased_blocks)
 		state->blocks[state->nblocks++] = b;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 	return true;
 }
 
 /*
  * Whether the reserve is short: less than half a block spare, or a
- * registration waits and nothing is; under the mutex.
+ * registration waits and nothing is; under the table's lock.
  */
 bool
 block_wanted(const LeaseTable *state, int64_t now_mono)
@@ -934,21 +934,23 @@ block_wanted(const LeaseTable *state, int64_t now_mono)
 void
 work(LeaseTable *state)
 {
-	drop_expired_blocks(state, monotonic_ms());
+	int64_t now_mono = monotonic_ms();	/* no clock read under the lock */
 
-	SpinLockAcquire(&state->mutex);
-	bool idle = state->have_rules && state->status == AgentStatus::Ready &&
-				!renewal_due(state, monotonic_ms()) && !block_wanted(state, monotonic_ms());
-	SpinLockRelease(&state->mutex);
+	drop_expired_blocks(state, now_mono);
+
+	LWLockAcquire(&state->lock, LW_SHARED);
+	bool idle = state->have_rules && state->status == AgentStatus::Ready && !renewal_due(state, now_mono) &&
+				!block_wanted(state, now_mono);
+	LWLockRelease(&state->lock);
 	/* uid_registry_move() waits for the registry's identity read afresh. */
 	idle = idle && !identity_read_wanted();
 	if (idle)
 		return;
 
 	/* Numbered, so that a registration can tell a failure older than itself (lease_table.hpp). */
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	current_attempt = ++state->attempts;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 
 	if (conn != nullptr && PQstatus(conn) != CONNECTION_OK)
 		disconnect();
@@ -960,17 +962,19 @@ work(LeaseTable *state)
 	if (!fetch_rules())
 		return;
 
-	SpinLockAcquire(&state->mutex);
-	bool due = renewal_due(state, monotonic_ms());
-	SpinLockRelease(&state->mutex);
+	now_mono = monotonic_ms();
+	LWLockAcquire(&state->lock, LW_SHARED);
+	bool due = renewal_due(state, now_mono);
+	LWLockRelease(&state->lock);
 	if (due && !renew(state))
 		return;
 
 	for (;;)
 	{
-		SpinLockAcquire(&state->mutex);
-		bool wanted = block_wanted(state, monotonic_ms());
-		SpinLockRelease(&state->mutex);
+		now_mono = monotonic_ms();
+		LWLockAcquire(&state->lock, LW_SHARED);
+		bool wanted = block_wanted(state, now_mono);
+		LWLockRelease(&state->lock);
 		if (!wanted)
 			break;
 		if (!claim_block(state))
@@ -1005,9 +1009,9 @@ agent_loop()
 			describe_registry(registry_setting ? registry_setting : "", registry, sizeof(registry));
 
 			char worked_for[registry_text_size];
-			SpinLockAcquire(&state->mutex);
+			LWLockAcquire(&state->lock, LW_SHARED);
 			memcpy(worked_for, state->registry, sizeof(worked_for));
-			SpinLockRelease(&state->mutex);
+			LWLockRelease(&state->lock);
 			bool resumed = connected_to == nullptr && registry_configured() && strcmp(worked_for, registry) == 0;
 
 			disconnect();
@@ -1020,9 +1024,9 @@ agent_loop()
 				pfree(connected_to);
 			connected_to = MemoryContextStrdup(TopMemoryContext, registry_setting ? registry_setting : "");
 
-			SpinLockAcquire(&state->mutex);
+			LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 			strlcpy(state->registry, registry, sizeof(state->registry));
-			SpinLockRelease(&state->mutex);
+			LWLockRelease(&state->lock);
 			set_status(registry_configured() ? AgentStatus::Connecting : AgentStatus::Off, 0, nullptr);
 		}
 
@@ -1038,9 +1042,9 @@ agent_loop()
 		}
 
 		/* A registration that found only an older failure waits for the next attempt: no pause then. */
-		SpinLockAcquire(&state->mutex);
+		LWLockAcquire(&state->lock, LW_SHARED);
 		bool attempt_wanted = state->status == AgentStatus::Failed && state->attempt_wanted > state->attempts;
-		SpinLockRelease(&state->mutex);
+		LWLockRelease(&state->lock);
 		if (!attempt_wanted)
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, tick_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -1072,10 +1076,10 @@ agent_at_exit()
 	LeaseTable *state = lease_table();
 
 	disconnect();
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	state->agent_latch = nullptr;
 	state->agent_pid = 0;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 }
 
 } // namespace uidgen::pg
@@ -1090,10 +1094,10 @@ uidgen_registry_agent_main(Datum)
 	BackgroundWorkerUnblockSignals();
 
 	LeaseTable *state = lease_table();
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	state->agent_latch = MyLatch;
 	state->agent_pid = MyProcPid;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	on_shmem_exit(uidgen_agent_at_exit, 0);
 
 	agent_loop();

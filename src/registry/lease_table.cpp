@@ -38,7 +38,8 @@ void
 initialize(LeaseTable *state)
 {
 	new (state) LeaseTable();
-	SpinLockInit(&state->mutex);
+	state->lock_tranche = LWLockNewTrancheId();
+	LWLockInitialize(&state->lock, state->lock_tranche);
 	ConditionVariableInit(&state->changed);
 	state->status = AgentStatus::Off;
 	/*
@@ -53,7 +54,7 @@ initialize(LeaseTable *state)
 	state->life[8] = (state->life[8] & 0x3f) | 0x80;
 }
 
-/* A block that can grant a worker now; under the mutex. */
+/* A block that can grant a worker now; under the table's lock. */
 LeasedBlock *
 block_with_room(LeaseTable *state, int64_t now_mono)
 {
@@ -67,7 +68,7 @@ block_with_room(LeaseTable *state, int64_t now_mono)
 	return nullptr;
 }
 
-/* The block this server life holds under lease, or nullptr; under the mutex. */
+/* The block this server life holds under lease, or nullptr; under the table's lock. */
 const LeasedBlock *
 block_of_lease(const LeaseTable *state, const LeaseId &lease)
 {
@@ -163,6 +164,8 @@ attach_lease_table()
 	attached = static_cast<LeaseTable *>(ShmemInitStruct("uidgen lease table", sizeof(LeaseTable), &found));
 	if (!found)
 		initialize(attached);
+	/* Names the lock's waits in pg_stat_activity; each process registers it for itself. */
+	LWLockRegisterTranche(attached->lock_tranche, "uidgen lease table");
 }
 
 LeaseTable *
@@ -189,9 +192,9 @@ server_has_registry()
 {
 	if (attached == nullptr)
 		return false;
-	SpinLockAcquire(&attached->mutex);
+	LWLockAcquire(&attached->lock, LW_SHARED);
 	bool has = attached->status != AgentStatus::Off;
-	SpinLockRelease(&attached->mutex);
+	LWLockRelease(&attached->lock);
 	return has;
 }
 
@@ -212,9 +215,9 @@ wake_agent()
 
 	if (state == nullptr)
 		return;
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	latch = state->agent_latch;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	if (latch != nullptr)
 		SetLatch(latch);
 }
@@ -228,12 +231,12 @@ report_registry_failure(const char *what, bool fresh)
 	int sqlstate;
 	AgentStatus status;
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	memcpy(registry, state->registry, sizeof(registry));
 	memcpy(error, state->error, sizeof(error));
 	sqlstate = state->error_sqlstate;
 	status = state->status;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	registry[sizeof(registry) - 1] = '\0';
 	error[sizeof(error) - 1] = '\0';
 
@@ -256,9 +259,9 @@ agent_attempts()
 	LeaseTable *state = lease_table();
 	uint64 attempts;
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	attempts = state->attempts;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	return attempts;
 }
 
@@ -267,14 +270,14 @@ wait_for_agent(int64_t until_mono, uint64 since, const char *what)
 {
 	LeaseTable *state = lease_table();
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	bool failed = state->status == AgentStatus::Failed;
 	/* An attempt begun after the registration: its failure is the answer. */
 	bool fresh = failed && state->status_attempt > since;
 	/* An older failure is not: ask for another attempt. */
 	if (failed && !fresh)
 		state->attempt_wanted = std::max(state->attempt_wanted, since + 1);
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	int64_t left = until_mono - monotonic_ms();
 	/* The agent could not reach the registry, or was refused: waiting would not help. */
 	if (fresh || left <= 0)
@@ -295,9 +298,9 @@ try_take(LeaseTable *state, Oid database, const char *database_name)
 {
 	std::optional<GrantedWorker> taken;
 	bool grants_full = false;
-	int64_t now_mono = monotonic_ms();	/* no clock read under the spinlock */
+	int64_t now_mono = monotonic_ms();	/* no clock read under the lock */
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	LeasedBlock *b = block_with_room(state, now_mono);
 	if (b != nullptr && state->ngrants >= max_grants)
 		grants_full = true;
@@ -313,7 +316,7 @@ try_take(LeaseTable *state, Oid database, const char *database_name)
 		g.issued_until = -1;
 		taken = GrantedWorker{g.worker, b->floor_delta, b->lease_id};
 	}
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 
 	if (grants_full)
 		ereport(ERROR,
@@ -327,9 +330,9 @@ try_take(LeaseTable *state, Oid database, const char *database_name)
 void
 count_waiting(LeaseTable *state, int delta)
 {
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	state->waiting += delta;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 }
 
 } // namespace
@@ -380,13 +383,13 @@ note_grant_exit(int64_t worker, int64_t last_delta)
 
 	if (state == nullptr)
 		return;
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < state->ngrants; i++)
 	{
 		if (state->grants[i].worker == worker)
 			state->grants[i].issued_until = std::max(state->grants[i].issued_until, last_delta);
 	}
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 }
 
 int64_t
@@ -397,13 +400,13 @@ grant_issued_until(int64_t worker)
 
 	if (state == nullptr)
 		return issued;
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	for (int i = 0; i < state->ngrants; i++)
 	{
 		if (state->grants[i].worker == worker)
 			issued = std::max(issued, state->grants[i].issued_until);
 	}
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	return issued;
 }
 
@@ -416,7 +419,7 @@ granted_workers(Oid database, int *count)
 
 	int64_t now_mono = monotonic_ms();
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	for (int i = 0; i < state->ngrants; i++)
 	{
 		const LeasedBlock *b = block_of_lease(state, state->grants[i].lease_id);
@@ -429,7 +432,7 @@ granted_workers(Oid database, int *count)
 			b->deadline_mono_ms - now_mono >= least_lease_left_ms)
 			workers[n++] = state->grants[i].worker;
 	}
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	*count = n;
 	return workers;
 }
@@ -441,7 +444,7 @@ live_lease(int64_t worker, Oid database)
 	std::optional<LeaseId> live;
 	int64_t now_mono = monotonic_ms();
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	for (int i = 0; i < state->ngrants && !live; i++)
 	{
 		const Grant &g = state->grants[i];
@@ -450,7 +453,7 @@ live_lease(int64_t worker, Oid database)
 		if (b != nullptr && b->deadline_mono_ms - now_mono >= least_lease_left_ms)
 			live = g.lease_id;
 	}
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	return live;
 }
 
@@ -465,11 +468,11 @@ held_lease(const LeaseId &lease)
 
 	if (state == nullptr)
 		return std::nullopt;
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	const LeasedBlock *b = block_of_lease(state, lease);
 	if (b != nullptr)
 		held.emplace(*b, state->rules.max_borrow_ms);
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	return held;
 }
 
@@ -508,10 +511,10 @@ registry_rules()
 
 	if (state == nullptr)
 		return rules;
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	if (state->have_rules)
 		rules = state->rules;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	return rules;
 }
 
@@ -520,9 +523,9 @@ describe_current_registry(char out[registry_text_size])
 {
 	LeaseTable *state = lease_table();
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	memcpy(out, state->registry, registry_text_size);
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	out[registry_text_size - 1] = '\0';
 }
 

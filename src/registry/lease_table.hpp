@@ -27,7 +27,7 @@ extern "C" {
 
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
-#include "storage/spin.h"
+#include "storage/lwlock.h"
 }
 
 #include <atomic>
@@ -118,9 +118,17 @@ struct Grant
 };
 static_assert(std::is_trivially_destructible_v<Grant>);
 
+/*
+ * Every field but joins is read and written under lock, an LWLock: the
+ * table is up to 4,096 grants that readers loop over, far more than a
+ * spinlock may cover.  Whoever holds it only copies and compares: no
+ * allocation, no clock read, nothing that may raise an error, so that no
+ * error can leave it held inside a C++ frame.
+ */
 struct LeaseTable
 {
-	slock_t mutex;
+	LWLock lock;
+	int lock_tranche;
 	ConditionVariable changed;	/* blocks or status changed */
 	Latch *agent_latch;
 	int agent_pid;
@@ -198,7 +206,7 @@ int64_t monotonic_ms();
  * A worker for database from this server life's blocks, with the unit it
  * starts after; waits (interruptibly, at most timeout_ms) for the agent to
  * lease a block when none has one left.  Errors with a class 08 SQLSTATE
- * naming the registry when none can be had.  Not inside a spinlock.
+ * naming the registry when none can be had.  Not under the table's lock.
  */
 struct GrantedWorker
 {

@@ -45,7 +45,7 @@ status_name(AgentStatus status)
 	return "unknown";
 }
 
-/* A copy of the shared state, taken under its mutex (the grants are not needed). */
+/* A copy of the lease table, taken under its lock (the grants are not needed). */
 struct LeaseTableSnapshot
 {
 	uint8 life[16];
@@ -59,9 +59,9 @@ struct LeaseTableSnapshot
 static_assert(std::is_trivially_destructible_v<LeaseTableSnapshot>);
 
 void
-take_snapshot(const LeaseTable *state, LeaseTableSnapshot *s)
+take_snapshot(LeaseTable *state, LeaseTableSnapshot *s)
 {
-	SpinLockAcquire(const_cast<slock_t *>(&state->mutex));
+	LWLockAcquire(&state->lock, LW_SHARED);
 	memcpy(s->life, state->life, sizeof(s->life));
 	s->status = state->status;
 	memcpy(s->error, state->error, sizeof(s->error));
@@ -70,7 +70,7 @@ take_snapshot(const LeaseTable *state, LeaseTableSnapshot *s)
 	memcpy(s->blocks, state->blocks, sizeof(LeasedBlock) * state->nblocks);
 	for (int i = 0; i < state->nblocks; i++)
 		s->granted[i] = static_cast<int>(state->blocks[i].next_worker - state->blocks[i].first_worker);
-	SpinLockRelease(const_cast<slock_t *>(&state->mutex));
+	LWLockRelease(&state->lock);
 	s->error[sizeof(s->error) - 1] = '\0';
 	s->registry[sizeof(s->registry) - 1] = '\0';
 }
@@ -168,7 +168,7 @@ UIDGEN_FUNCTION(uid_local_origin)
 			int64_t claimed_at_ms = 0;
 			bool found = false;
 
-			SpinLockAcquire(&state->mutex);
+			LWLockAcquire(&state->lock, LW_SHARED);
 			for (int i = 0; i < state->ngrants && !found; i++)
 			{
 				if (state->grants[i].worker != worker)
@@ -177,7 +177,8 @@ UIDGEN_FUNCTION(uid_local_origin)
 				{
 					const LeasedBlock &b = state->blocks[j];
 
-					if (worker >= b.first_worker && worker <= b.last_worker && delta > b.floor_delta)
+					/* By the grant's lease: the same block may have been this life's under another. */
+					if (b.lease_id == state->grants[i].lease_id && delta > b.floor_delta)
 					{
 						database = state->grants[i].database_name;
 						claimed_at_ms = b.claimed_at_ms;
@@ -185,7 +186,7 @@ UIDGEN_FUNCTION(uid_local_origin)
 					}
 				}
 			}
-			SpinLockRelease(&state->mutex);
+			LWLockRelease(&state->lock);
 
 			if (found)
 			{

@@ -23,7 +23,7 @@ note_registry_identity(const pg_uuid_t &seen, uint64 attempt, pg_uuid_t *pinned)
 	LeaseTable *state = lease_table();
 	bool same;
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	memcpy(state->registry_seen_id, seen.data, UUID_LEN);
 	state->registry_seen = true;
 	state->registry_seen_attempt = attempt;
@@ -34,7 +34,7 @@ note_registry_identity(const pg_uuid_t &seen, uint64 attempt, pg_uuid_t *pinned)
 	}
 	memcpy(pinned->data, state->registry_id, UUID_LEN);
 	same = memcmp(state->registry_id, seen.data, UUID_LEN) == 0;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 	return same;
 }
@@ -45,9 +45,9 @@ identity_read_wanted()
 	LeaseTable *state = lease_table();
 	bool wanted;
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	wanted = state->identity_wanted > state->registry_seen_attempt;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	return wanted;
 }
 
@@ -57,17 +57,17 @@ read_identity_afresh(int64_t until_mono)
 	LeaseTable *state = lease_table();
 	uint64 since;
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	since = state->attempts;
 	state->identity_wanted = std::max(state->identity_wanted, since + 1);
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 
 	for (;;)
 	{
-		SpinLockAcquire(&state->mutex);
+		LWLockAcquire(&state->lock, LW_SHARED);
 		bool read = state->registry_seen && state->registry_seen_attempt > since;
 		bool failed = state->status == AgentStatus::Failed && state->status_attempt > since;
-		SpinLockRelease(&state->mutex);
+		LWLockRelease(&state->lock);
 		if (read)
 			return true;
 		int64_t left = until_mono - monotonic_ms();
@@ -85,10 +85,10 @@ unpin_registry()
 {
 	LeaseTable *state = lease_table();
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	state->registry_pinned = false;
 	state->registry_seen = false;
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 }
 
 bool
@@ -97,10 +97,10 @@ pinned_registry(pg_uuid_t *id)
 	LeaseTable *state = lease_table();
 	bool pinned;
 
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_SHARED);
 	pinned = state->registry_pinned;
 	memcpy(id->data, state->registry_id, UUID_LEN);
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	return pinned;
 }
 
@@ -111,7 +111,7 @@ pin_seen_registry(pg_uuid_t *adopted, bool *changed)
 	bool seen;
 
 	*changed = false;
-	SpinLockAcquire(&state->mutex);
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	seen = state->registry_seen;
 	if (seen)
 	{
@@ -127,7 +127,7 @@ pin_seen_registry(pg_uuid_t *adopted, bool *changed)
 		}
 		memcpy(adopted->data, state->registry_id, UUID_LEN);
 	}
-	SpinLockRelease(&state->mutex);
+	LWLockRelease(&state->lock);
 	if (*changed)
 	{
 		ConditionVariableBroadcast(&state->changed);
