@@ -9,6 +9,7 @@
 #include "pg/guard.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
+#include "registry/leased_reservation.hpp"
 #include "server/keeper.hpp"
 #include "server/shared_state.hpp"
 
@@ -293,6 +294,24 @@ start_source()
 	server.source.emplace(g, generation, layout, worker, server.last_delta);
 }
 
+/*
+ * The ceiling's error, when the keeper found this server's clock past the
+ * ceiling of its lease and delta is past it too: the keeper never extends
+ * the reservation beyond the ceiling, so waiting would end in its timeout.
+ */
+void
+refuse_past_ceiling(SharedGenerator *g, const Source &source, int64_t delta)
+{
+	SpinLockAcquire(&g->mutex);
+	int64_t ceiling = g->ceiling_unit;
+	int64_t asked = g->past_ceiling_unit;
+	int64_t worker = g->worker;
+	SpinLockRelease(&g->mutex);
+
+	if (asked > ceiling && delta > ceiling && g->generation.load() == source.generation)
+		throw_past_ceiling(worker, source.cache.words().layout(), std::max(asked, delta), ceiling);
+}
+
 /* Waits until the reservation covers delta; false when the source ended meanwhile. */
 bool
 wait_for_reservation(Source &source, int64_t delta)
@@ -310,6 +329,7 @@ wait_for_reservation(Source &source, int64_t delta)
 		{
 		}
 		wake_keeper(g);
+		refuse_past_ceiling(g, source, delta);
 		if (backend_clock().now_ms() >= deadline)
 			raise_keeper_timeout("extend the time reservation");
 		sleep_on(g, 100);
