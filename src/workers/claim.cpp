@@ -146,7 +146,7 @@ release_at_exit()
 	/* Nor wait for a WAL flush: a release lost in a crash leaves the row active, found leaked. */
 	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
 							 false);
-	/* Our workers belong to a registry that DROP and CREATE EXTENSION replaced: not this one's. */
+	/* Our workers belong to a worker table that DROP and CREATE EXTENSION replaced: not this one's. */
 	forget_catalog_cache();
 	Oid worker_table = worker_table_relid();
 	if (!ConditionalLockRelationOid(worker_table, RowExclusiveLock))
