@@ -12,7 +12,7 @@
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "registry/lease_table.hpp"
-#include "workers/registry_claim.hpp"
+#include "workers/leased_claim.hpp"
 #include "workers/worker_lock.hpp"
 
 extern "C" {

@@ -1,5 +1,5 @@
 /*
- * registry_claim.hpp
+ * leased_claim.hpp
  *	  Claiming a worker from the blocks this server leased from its registry.
  *
  * Both run inside an SPI connection, as the extension owner, in the

@@ -1,5 +1,5 @@
 /*
- * registry_claim.cpp
+ * leased_claim.cpp
  *	  Claiming a worker when the server has a registry (uidgen.registry).
  *
  * The 1.0 protocol goes on inside the blocks this server life leased:
@@ -11,7 +11,7 @@
  * of an earlier life, or of the time before joining, may belong to another
  * server now).
  */
-#include "workers/registry_claim.hpp"
+#include "workers/leased_claim.hpp"
 
 #include "core/generator.hpp"
 #include "layout/catalog.hpp"
