@@ -98,8 +98,8 @@ claim_new_worker()
 
 		DatabaseOrigin origin = database_origin(config_origin);
 		LeaseId lease{};
-		Claim claim = leased ? claim_granted_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse,
-													&lease)
+		Claim claim = leased ? claim_leased_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse,
+												   &lease)
 							 : claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
 		write_claim(claim.worker, origin.identity);
 		return Registration{relid, layout, claim, leased, joins, lease};
