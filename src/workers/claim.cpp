@@ -89,19 +89,19 @@ claim_new_worker()
 
 		/* uid_configure takes an ExclusiveLock: the layout cannot change under a registration. */
 		LockRelationOid(config_relid(), RowShareLock);
-		char *config_origin;
-		Layout layout = read_layout(true, &config_origin);
+		char *original_identity;
+		Layout layout = read_layout(true, &original_identity);
 		int64_t now_delta = layout.delta_at(backend_clock().now_ms());
 
 		if (now_delta > layout.max_delta())
 			throw_time_exhausted(layout);
 
-		DatabaseOrigin origin = database_origin(config_origin);
+		Claimant claimant = identify_claimant(original_identity);
 		LeaseId lease{};
-		Claim claim = leased ? claim_leased_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse,
+		Claim claim = leased ? claim_leased_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse,
 												   &lease)
-							 : claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
-		write_claim(claim.worker, origin.identity);
+							 : claim_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse);
+		write_claim(claim.worker, claimant.identity);
 		return Registration{relid, layout, claim, leased, joins, lease};
 	});
 

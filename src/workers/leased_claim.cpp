@@ -255,18 +255,18 @@ adopt_registry_layout()
 }
 
 Claim
-claim_leased_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
+claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_table, int64_t now_delta,
 					int64_t borrow_units, bool reuse, LeaseId *lease)
 {
 	Claim claim{};
-	int64_t joined = join_floor(origin.identity, worker_table, now_delta, borrow_units);
+	int64_t joined = join_floor(claimant.identity, worker_table, now_delta, borrow_units);
 
 	if (reuse)
 	{
-		if (reuse_granted_worker(layout, origin.identity, worker_table, now_delta, &claim, lease))
+		if (reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
 			return claim;
-		if (release_dead_workers(worker_table, origin.identity, now_delta + borrow_units) > 0 &&
-			reuse_granted_worker(layout, origin.identity, worker_table, now_delta, &claim, lease))
+		if (release_dead_workers(worker_table, claimant.identity, now_delta + borrow_units) > 0 &&
+			reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
 			return claim;
 	}
 

@@ -28,7 +28,7 @@ void adopt_registry_layout();
  * takes a fresh one from the server's blocks.  Takes its session locks.
  * Sets lease to the lease the worker came from.
  */
-Claim claim_leased_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
+Claim claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_table, int64_t now_delta,
 						int64_t borrow_units, bool reuse, LeaseId *lease);
 
 /*
