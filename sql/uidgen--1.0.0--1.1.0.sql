@@ -12,9 +12,9 @@ COMMENT ON SEQUENCE uidgen.reserved_until
 	IS 'Time units since the epoch that workers of this database may have issued IDs up to';
 
 -- Sessions still running the 1.0.0 library reserve nothing: start above the
--- latest unit the registry knows of, and above what such a session can have
--- issued by now (the clock plus the borrowing bound, plus the window newer
--- sessions reserve), so that this one update covers them for a while.
+-- latest unit the worker table knows of, and above what such a session
+-- can have issued by now (the clock plus the borrowing bound, plus the window
+-- newer sessions reserve), so that this one update covers them for a while.
 SELECT pg_catalog.setval('uidgen.reserved_until', greatest(
 	-1,
 	(SELECT pg_catalog.max(last_time) FROM uidgen.worker_node),

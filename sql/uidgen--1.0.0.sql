@@ -169,7 +169,7 @@ COMMENT ON FUNCTION @extschema@.uid_max(timestamptz) IS 'The largest ID of the t
 
 -- Administration
 
--- PARALLEL RESTRICTED: it reads the registry as of now, which a parallel worker cannot.
+-- PARALLEL RESTRICTED: it reads the worker table as of now, which a parallel worker cannot.
 CREATE FUNCTION @extschema@.uid_layout() RETURNS uidgen.layout_info
 AS 'MODULE_PATHNAME', 'uid_layout'
 LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;

@@ -35,7 +35,7 @@
 #include "registry/leased_reservation.hpp"
 #include "server/server_generator.hpp"
 #include "workers/claim.hpp"
-#include "workers/registry_claim.hpp"
+#include "workers/leased_claim.hpp"
 #include "workers/worker_lock.hpp"
 #include "workers/worker_table.hpp"
 

@@ -138,7 +138,7 @@ block_lease_relid()
 }
 
 Layout
-read_layout(bool latest, char **origin)
+read_layout(bool latest, char **original_identity)
 {
 	uint64 rows = spi_run("SELECT time_bits, worker_bits, seq_bits, epoch, unit, origin FROM uidgen.config", 0, nullptr,
 						  nullptr, latest ? Visibility::Latest : Visibility::ReadOnly, SPI_OK_SELECT);
@@ -153,8 +153,8 @@ read_layout(bool latest, char **origin)
 	char *unit_name = spi_text(0, 4);
 	TimeUnit unit = parse_time_unit(unit_name);
 
-	if (origin != nullptr)
-		*origin = spi_text(0, 5);
+	if (original_identity != nullptr)
+		*original_identity = spi_text(0, 5);
 
 	pfree(unit_name);
 	return Layout(spi_int32(0, 0), spi_int32(0, 1), spi_int32(0, 2), timestamptz_to_unix_ms(spi_timestamptz(0, 3)),

@@ -67,10 +67,10 @@ const Layout &decoding_layout();
 /*
  * Reads the layout with the given visibility inside an open SPI connection
  * (no cache).  Latest visibility is what registration uses; it also wants
- * the registry's origin (uidgen.config.origin, palloc'd) when origin is not
- * null.
+ * the identity of the database that made the worker table
+ * (uidgen.config.origin, palloc'd) when original_identity is not null.
  */
-Layout read_layout(bool latest, char **origin = nullptr);
+Layout read_layout(bool latest, char **original_identity = nullptr);
 
 /*
  * Inside an SPI connection: whether a worker has ever registered (then the

@@ -27,8 +27,8 @@ enum class Visibility
 
 /*
  * Runs sql with parameters $1..$n; returns SPI_processed.  Errors unless the
- * result code is expected.  Latest visibility is for the registry, which
- * must see other backends' committed registrations even inside a
+ * result code is expected.  Latest visibility is for the worker table,
+ * which must show other backends' committed registrations even inside a
  * REPEATABLE READ transaction.
  */
 uint64 spi_run(const char *sql, int nargs, const Oid *types, const Datum *values, Visibility visibility,

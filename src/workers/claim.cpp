@@ -12,7 +12,7 @@
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "registry/lease_table.hpp"
-#include "workers/registry_claim.hpp"
+#include "workers/leased_claim.hpp"
 #include "workers/worker_lock.hpp"
 
 extern "C" {
@@ -89,19 +89,19 @@ claim_new_worker()
 
 		/* uid_configure takes an ExclusiveLock: the layout cannot change under a registration. */
 		LockRelationOid(config_relid(), RowShareLock);
-		char *config_origin;
-		Layout layout = read_layout(true, &config_origin);
+		char *original_identity;
+		Layout layout = read_layout(true, &original_identity);
 		int64_t now_delta = layout.delta_at(backend_clock().now_ms());
 
 		if (now_delta > layout.max_delta())
 			throw_time_exhausted(layout);
 
-		DatabaseOrigin origin = database_origin(config_origin);
+		Claimant claimant = identify_claimant(original_identity);
 		LeaseId lease{};
-		Claim claim = leased ? claim_granted_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse,
-													&lease)
-							 : claim_worker(layout, origin, relid, now_delta, borrow_units(layout), worker_reuse);
-		write_claim(claim.worker, origin.identity);
+		Claim claim = leased ? claim_leased_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse,
+												   &lease)
+							 : claim_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse);
+		write_claim(claim.worker, claimant.identity);
 		return Registration{relid, layout, claim, leased, joins, lease};
 	});
 
@@ -146,7 +146,7 @@ release_at_exit()
 	/* Nor wait for a WAL flush: a release lost in a crash leaves the row active, found leaked. */
 	(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0,
 							 false);
-	/* Our workers belong to a registry that DROP and CREATE EXTENSION replaced: not this one's. */
+	/* Our workers belong to a worker table that DROP and CREATE EXTENSION replaced: not this one's. */
 	forget_catalog_cache();
 	Oid worker_table = worker_table_relid();
 	if (!ConditionalLockRelationOid(worker_table, RowExclusiveLock))

@@ -2,7 +2,7 @@
  * claim.hpp
  *	  The one claim path, for backends (scope backend) and keepers (scope
  *	  server) alike: a worker from the worker table, or with a registry from
- *	  this server's grants (registry_claim.hpp), and its release at exit.
+ *	  this server's grants (leased_claim.hpp), and its release at exit.
  */
 #pragma once
 

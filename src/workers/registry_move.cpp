@@ -19,7 +19,7 @@
 #include "pg/spi.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_pin.hpp"
-#include "workers/registry_claim.hpp"
+#include "workers/leased_claim.hpp"
 #include "workers/worker_table.hpp"
 
 extern "C" {

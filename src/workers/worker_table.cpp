@@ -180,10 +180,10 @@ namespace {
  * its inherited sequence, so its value marks that point).
  */
 Claim
-claim_copy_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table)
+claim_copy_worker(const Layout &layout, const Claimant &claimant, Oid worker_table)
 {
 	Oid types[1] = {TEXTOID};
-	Datum values[1] = {CStringGetTextDatum(origin.identity)};
+	Datum values[1] = {CStringGetTextDatum(claimant.identity)};
 
 	spi_run("SELECT (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM uidgen.worker_node_id_seq), "
 			"       (SELECT min(id) FROM uidgen.worker_node WHERE origin = $1)",
@@ -196,37 +196,37 @@ claim_copy_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker
 		if (!worker_row_exists(candidate) && try_lock_worker(worker_table, candidate))
 			return Claim{candidate, Generator::no_floor};
 	}
-	report_no_worker_left(layout, origin.identity);
+	report_no_worker_left(layout, claimant.identity);
 }
 
 } // namespace
 
-DatabaseOrigin
-database_origin(const char *config_origin)
+Claimant
+identify_claimant(const char *original_identity)
 {
 	char *identity = database_identity();
 
-	return DatabaseOrigin{identity, strcmp(config_origin, identity) != 0};
+	return Claimant{identity, strcmp(original_identity, identity) != 0};
 }
 
 Claim
-claim_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
+claim_worker(const Layout &layout, const Claimant &claimant, Oid worker_table, int64_t now_delta,
 			 int64_t borrow_units, bool reuse)
 {
 	Claim claim{};
 
 	if (reuse)
 	{
-		if (claim_released_worker(layout, origin.identity, worker_table, now_delta, nullptr, &claim))
+		if (claim_released_worker(layout, claimant.identity, worker_table, now_delta, nullptr, &claim))
 			return claim;
 		/* Workers of dead backends become reusable after the borrow bound. */
-		if (release_dead_workers(worker_table, origin.identity, now_delta + borrow_units) > 0 &&
-			claim_released_worker(layout, origin.identity, worker_table, now_delta, nullptr, &claim))
+		if (release_dead_workers(worker_table, claimant.identity, now_delta + borrow_units) > 0 &&
+			claim_released_worker(layout, claimant.identity, worker_table, now_delta, nullptr, &claim))
 			return claim;
 	}
 
-	if (origin.is_copy)
-		return claim_copy_worker(layout, origin, worker_table);
+	if (claimant.is_copy)
+		return claim_copy_worker(layout, claimant, worker_table);
 
 	/*
 	 * Nobody else gets a fresh id from the identity, so it has no row and its
@@ -240,7 +240,7 @@ claim_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_tabl
 		int64_t fresh = spi_int64(0, 0);
 
 		if (fresh > worker_limit(layout))
-			report_no_worker_left(layout, origin.identity);
+			report_no_worker_left(layout, claimant.identity);
 		if (fresh >= 1 && !worker_row_exists(fresh) && try_lock_worker(worker_table, fresh))
 			return Claim{fresh, Generator::no_floor};
 	}

@@ -27,19 +27,21 @@ struct Claim
 static_assert(std::is_trivially_destructible_v<Claim>);
 
 /*
- * Where a registration stands: this database's identity, and whether the
- * worker table was made by another database (this one is a restored or
- * template copy of it, which may still be generating).
+ * The database a registration claims for: its identity, and whether the
+ * worker table was made by another database, the original (this one is a
+ * restored or template copy of it, which may still be generating).  The
+ * original's identity is in uidgen.config.origin, a name 1.0.0 released;
+ * "origin" is otherwise where an ID came from (docs/design.md, "Glossary").
  */
-struct DatabaseOrigin
+struct Claimant
 {
 	const char *identity;	/* uidgen.database_identity() */
-	bool is_copy;			/* uidgen.config.origin differs from it */
+	bool is_copy;			/* the original's identity differs from it */
 };
-static_assert(std::is_trivially_destructible_v<DatabaseOrigin>);
+static_assert(std::is_trivially_destructible_v<Claimant>);
 
-/* Compares uidgen.config.origin with this database. */
-DatabaseOrigin database_origin(const char *config_origin);
+/* Compares the original's identity (uidgen.config.origin) with this database. */
+Claimant identify_claimant(const char *original_identity);
 
 /*
  * Claims a worker id for this backend and takes its session locks: a
@@ -56,7 +58,7 @@ DatabaseOrigin database_origin(const char *config_origin);
  * counts up: the two never share a worker until together they have used
  * every worker id.
  */
-Claim claim_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
+Claim claim_worker(const Layout &layout, const Claimant &claimant, Oid worker_table, int64_t now_delta,
 				   int64_t borrow_units, bool reuse);
 
 /*

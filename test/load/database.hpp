@@ -2,7 +2,7 @@
  * database.hpp
  *	  What uidgen_load asks the database outside the load itself: where the
  *	  extension lives, its layout, the table of the insert method, and how
- *	  many workers the registry holds.
+ *	  many workers the worker table holds.
  */
 #ifndef UIDGEN_LOAD_DATABASE_HPP
 #define UIDGEN_LOAD_DATABASE_HPP

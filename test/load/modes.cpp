@@ -24,7 +24,7 @@ namespace uidgen_load {
 
 namespace {
 
-/* How often the main thread samples the registry and looks at the clock. */
+/* How often the main thread samples the worker table and looks at the clock. */
 constexpr auto tick = std::chrono::milliseconds(100);
 
 /* Errors printed in full; later ones are only counted. */
@@ -240,7 +240,7 @@ LoadThread::disconnect()
 
 /*
  * A backend registers a worker with its first ID and keeps it until it
- * exits; counting here is exact where sampling the registry is not.
+ * exits; counting here is exact where sampling the worker table is not.
  */
 void
 LoadThread::got_worker()
@@ -340,7 +340,7 @@ LoadThread::report(const SqlError &error)
 	ctx_.errors.report(where, error);
 }
 
-/* The main thread's part: registry samples, and the stop conditions. */
+/* The main thread's part: worker table samples, and the stop conditions. */
 class Watcher
 {
 public:
@@ -373,8 +373,8 @@ public:
 		{
 			WorkerSample s = sample_workers(monitor_);
 
-			outcome_.peak_registry_active = std::max(outcome_.peak_registry_active, s.active);
-			outcome_.peak_registry_live = std::max(outcome_.peak_registry_live, s.live);
+			outcome_.peak_active_rows = std::max(outcome_.peak_active_rows, s.active);
+			outcome_.peak_live_rows = std::max(outcome_.peak_live_rows, s.live);
 			outcome_.registered_workers = s.total;
 		}
 		catch (const SqlError &error)

@@ -1,8 +1,8 @@
 /*
  * modes.hpp
  *	  The load itself: one thread per connection, getting IDs by the chosen
- *	  method in the chosen mode, while the main thread watches the registry,
- *	  the duration limit and signals.
+ *	  method in the chosen mode, while the main thread watches the worker
+ *	  table, the duration limit and signals.
  */
 #ifndef UIDGEN_LOAD_MODES_HPP
 #define UIDGEN_LOAD_MODES_HPP
@@ -40,14 +40,14 @@ struct LoadOutcome
 	bool interrupted = false;	/* a signal stopped it */
 	uint64_t errors = 0;		/* unexpected SQL and connection errors */
 	int64_t peak_active_workers = 0;  /* sessions holding a worker at once, counted exactly */
-	int64_t peak_registry_active = 0; /* sampled: rows of uidgen.worker_node with status 'active' */
-	int64_t peak_registry_live = 0;	  /* sampled: ... whose pid is a running backend */
+	int64_t peak_active_rows = 0;	  /* sampled: rows of uidgen.worker_node with status 'active' */
+	int64_t peak_live_rows = 0;		  /* sampled: ... whose pid is a running backend */
 	int64_t registered_workers = 0;	  /* rows of uidgen.worker_node at the end */
 };
 
 /*
  * Runs the load; monitor is a connection of its own for sampling the
- * registry.  Stops early at deadline or once *interrupted is set (by a
+ * worker table.  Stops early at deadline or once *interrupted is set (by a
  * signal handler).
  */
 LoadOutcome run_load(const Options &options, const DatabaseInfo &database, Connection &monitor, Clock::time_point deadline,

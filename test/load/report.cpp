@@ -43,8 +43,8 @@ summarize(const Options &options, const LoadOutcome &outcome, const UniquenessRe
 	s.duplicates = uniqueness.duplicates;
 	s.distinct_workers = uniqueness.distinct_workers;
 	s.peak_active_workers = outcome.peak_active_workers;
-	s.peak_registry_active = outcome.peak_registry_active;
-	s.peak_registry_live = outcome.peak_registry_live;
+	s.peak_active_rows = outcome.peak_active_rows;
+	s.peak_live_rows = outcome.peak_live_rows;
 	s.registered_workers = outcome.registered_workers;
 	s.errors = outcome.errors;
 	s.timed_out = outcome.timed_out;
@@ -118,9 +118,9 @@ print_summary(FILE *out, const Summary &s, const Options &options)
 				 s.seconds > 0 ? static_cast<double>(s.connections) / s.seconds : 0.0);
 	std::fprintf(out, "  workers           %" PRId64 " distinct in the IDs, at most %" PRId64 " held at once\n",
 				 s.distinct_workers, s.peak_active_workers);
-	std::fprintf(out, "  registry          sampled peak %" PRId64 " active rows (%" PRId64 " with a live backend),"
+	std::fprintf(out, "  worker table      sampled peak %" PRId64 " active rows (%" PRId64 " with a live backend),"
 					  " %" PRId64 " rows at the end\n",
-				 s.peak_registry_active, s.peak_registry_live, s.registered_workers);
+				 s.peak_active_rows, s.peak_live_rows, s.registered_workers);
 	if (s.sessions_changing_worker > 0)
 		std::fprintf(out, "  sessions whose worker changed  %" PRIu64 "\n", s.sessions_changing_worker);
 	std::fprintf(out, "  duplicates        %" PRIu64 "\n", s.duplicates);
@@ -144,13 +144,13 @@ print_json(FILE *out, const Summary &s)
 				 ",\"non_positive\":%" PRIu64 ",\"non_increasing\":%" PRIu64 ",\"distinct_workers\":%" PRId64
 				 ",\"peak_active_workers\":%" PRId64 ",\"connections\":%" PRId64 ",\"errors\":%" PRIu64
 				 ",\"committed_ids\":%" PRId64 ",\"rolled_back_ids\":%" PRId64 ",\"out_of_layout\":%" PRIu64
-				 ",\"expected_ids\":%" PRId64 ",\"peak_registry_active\":%" PRId64 ",\"peak_registry_live\":%" PRId64
+				 ",\"expected_ids\":%" PRId64 ",\"peak_active_rows\":%" PRId64 ",\"peak_live_rows\":%" PRId64
 				 ",\"registered_workers\":%" PRId64 ",\"sessions_changing_worker\":%" PRIu64
 				 ",\"timed_out\":%s,\"interrupted\":%s,\"mode\":\"%s\",\"method\":\"%s\",\"seed\":%" PRIu64
 				 ",\"ok\":%s}\n",
 				 s.ids, s.seconds, s.ids_per_second(), s.duplicates, s.non_positive, s.non_increasing,
 				 s.distinct_workers, s.peak_active_workers, s.connections, s.errors, s.committed_ids,
-				 s.rolled_back_ids, s.out_of_layout, s.expected_ids, s.peak_registry_active, s.peak_registry_live,
+				 s.rolled_back_ids, s.out_of_layout, s.expected_ids, s.peak_active_rows, s.peak_live_rows,
 				 s.registered_workers, s.sessions_changing_worker, s.timed_out ? "true" : "false",
 				 s.interrupted ? "true" : "false", mode_name(s.mode), method_name(s.method), s.seed,
 				 s.ok() ? "true" : "false");

@@ -30,8 +30,8 @@ struct Summary
 	uint64_t sessions_changing_worker;
 	int64_t distinct_workers;
 	int64_t peak_active_workers;
-	int64_t peak_registry_active;
-	int64_t peak_registry_live;
+	int64_t peak_active_rows;
+	int64_t peak_live_rows;
 	int64_t registered_workers;
 	int64_t connections;
 	int64_t committed_ids;

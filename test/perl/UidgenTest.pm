@@ -272,7 +272,7 @@ sub new_streaming_standby
 	return $standby;
 }
 
-# The registry as "id|status|pid|last_time" lines, for messages.
+# The worker table as "id|status|pid|last_time" lines, for messages.
 sub worker_rows
 {
 	my ($node, $db) = @_;

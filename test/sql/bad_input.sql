@@ -1,11 +1,11 @@
 -- Bad input, table-driven: every call gets a clear error with its SQLSTATE
 -- (or, for NULL input to a STRICT function, NULL), and nothing changes in
--- the registry or the configuration.
+-- the worker table or the configuration.
 SET client_min_messages = warning;
 
 CREATE TEMP TABLE state_before AS
 SELECT (SELECT md5(string_agg(c::text, ',')) FROM uidgen.config c) AS config,
-       (SELECT md5(string_agg(w::text, ',' ORDER BY id)) FROM uidgen.worker_node w) AS registry,
+       (SELECT md5(string_agg(w::text, ',' ORDER BY id)) FROM uidgen.worker_node w) AS worker_table,
        (SELECT last_value FROM uidgen.worker_node_id_seq) AS sequence;
 
 CREATE TABLE conv_int4 (id serial PRIMARY KEY);
@@ -73,7 +73,7 @@ SELECT n, call, regress.try(call) AS outcome FROM cases ORDER BY n;
 
 -- Nothing changed.
 SELECT s.config = (SELECT md5(string_agg(c::text, ',')) FROM uidgen.config c) AS config_unchanged,
-       s.registry = (SELECT md5(string_agg(w::text, ',' ORDER BY id)) FROM uidgen.worker_node w) AS registry_unchanged,
+       s.worker_table = (SELECT md5(string_agg(w::text, ',' ORDER BY id)) FROM uidgen.worker_node w) AS worker_table_unchanged,
        s.sequence = (SELECT last_value FROM uidgen.worker_node_id_seq) AS sequence_unchanged
   FROM state_before s;
 SELECT pg_get_expr(adbin, adrelid) AS int4_default_kept FROM pg_attrdef WHERE adrelid = 'conv_int4'::regclass;

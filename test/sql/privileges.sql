@@ -1,4 +1,4 @@
--- An ordinary role generates and decodes; only the owner configures and writes the registry.
+-- An ordinary role generates and decodes; only the owner configures and writes the worker table.
 SET client_min_messages = warning;
 CREATE ROLE uidgen_user LOGIN;
 CREATE TABLE owned_by_user (id bigint PRIMARY KEY DEFAULT uid_next(), note text);
@@ -8,7 +8,7 @@ SET ROLE uidgen_user;
 INSERT INTO owned_by_user (note) VALUES ('a'), ('b');
 SELECT count(DISTINCT id) AS ids, bool_and(uid_worker_id(id) = uid_current_worker()) AS own_worker
   FROM owned_by_user;
-SELECT count(*) > 0 AS can_read_registry FROM uidgen.worker_node;
+SELECT count(*) > 0 AS can_read_worker_table FROM uidgen.worker_node;
 SELECT time_bits FROM uid_layout();
 SELECT regress.try('SELECT uid_configure()');
 SELECT regress.try('SELECT uid_reclaim_workers(interval ''10 s'')');

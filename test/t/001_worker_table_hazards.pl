@@ -136,7 +136,7 @@ is($node->safe_psql('postgres', q{
 		'released at exit despite default_transaction_read_only');
 }
 
-# An exiting backend never waits for a lock on the registry: with the table
+# An exiting backend never waits for a lock on the worker table: with it
 # locked, it leaves its worker to be found leaked instead.
 {
 	my $locker = $node->background_psql('postgres');
@@ -147,7 +147,7 @@ is($node->safe_psql('postgres', q{
 	$s->quit;
 	my $gone = $node->poll_query_until('postgres',
 		"SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)");
-	ok($gone, 'a backend exits at once while the registry is locked');
+	ok($gone, 'a backend exits at once while the worker table is locked');
 	$locker->query_safe('COMMIT');
 	$locker->quit;
 }
@@ -168,7 +168,7 @@ is($node->safe_psql('postgres', q{
 }
 
 # DROP and CREATE EXTENSION under a live session: its worker belonged to the
-# old registry, so it registers again instead of sharing an id.
+# old worker table, so it registers again instead of sharing an id.
 {
 	$node->safe_psql('postgres', 'CREATE DATABASE recreated');
 	$node->safe_psql('recreated', 'CREATE EXTENSION uidgen');
@@ -182,7 +182,7 @@ is($node->safe_psql('postgres', q{
 	my $old_worker = $old->query_safe('SELECT uid_current_worker()');
 	isnt($old_worker, $new_worker, "after DROP/CREATE EXTENSION the old session took worker $old_worker, not $new_worker");
 	is($node->safe_psql('recreated', q{SELECT count(*) FROM uidgen.worker_node WHERE status = 'active'}), '2',
-		'both hold their own row in the new registry');
+		'both hold their own row in the new worker table');
 	$old->quit;
 	$new->quit;
 }

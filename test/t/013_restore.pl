@@ -1,4 +1,4 @@
-# pg_dump and restore: the layout and the registry come along, the layout
+# pg_dump and restore: the layout and the worker table come along, the layout
 # stays fixed, and the restored copy and the original, generating side by
 # side, never issue the same ID.
 use strict;
@@ -27,7 +27,7 @@ is($node->safe_psql('dst', 'SELECT time_bits, worker_bits, seq_bits, configurabl
 	'41|12|10|f', 'the layout came along, and is still fixed');
 is($node->safe_psql('dst', 'SELECT count(*) FROM uidgen.config'), '1', 'one config row');
 is($node->safe_psql('dst', 'SELECT count(*) FROM uidgen.worker_node'),
-	$node->safe_psql('src', 'SELECT count(*) FROM uidgen.worker_node'), 'the registry came along');
+	$node->safe_psql('src', 'SELECT count(*) FROM uidgen.worker_node'), 'the worker table came along');
 my ($ret, $out, $err) = $node->psql('dst', 'SELECT uid_configure(41, 13, 9)');
 like($err, qr/cannot change the layout once workers have registered/, 'uid_configure refused after restore');
 

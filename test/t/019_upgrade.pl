@@ -47,7 +47,7 @@ for my $version (@released)
 		"$version: updated to $default");
 	my $mark = $node->safe_psql($db, 'SELECT last_value FROM uidgen.reserved_until');
 	my $known = $node->safe_psql($db, 'SELECT coalesce(max(last_time), -1) FROM uidgen.worker_node');
-	cmp_ok($mark, '>=', $known, "$version: the reservation starts at the latest unit the registry knew ($known)");
+	cmp_ok($mark, '>=', $known, "$version: the reservation starts at the latest unit the worker table knew ($known)");
 
 	# The session from before the update goes on under its worker, increasing.
 	$old->query_safe("INSERT INTO t (phase) SELECT 'same session' FROM generate_series(1, 5000)");

@@ -218,7 +218,7 @@ else
 {
 	like($bare->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'PostgreSQL 17+ without preload: uid_next() works');
 	is($bare->safe_psql('postgres', 'SELECT count(*) FROM uidgen.server_generator'), '1',
-		'through a generator in the DSM registry');
+		'through a generator in a named DSM segment');
 }
 $bare->stop;
 

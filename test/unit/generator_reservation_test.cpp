@@ -25,7 +25,7 @@ using uidgen::TimeReservation;
 
 namespace {
 
-/* Covers units up to a limit the test moves, and fails beyond it, like a registry that cannot write. */
+/* Covers units up to a limit the test moves, and fails beyond it, like a database that cannot write its reservation. */
 class BoundedReservation : public TimeReservation
 {
 public:

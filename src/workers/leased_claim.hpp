@@ -1,6 +1,7 @@
 /*
- * registry_claim.hpp
- *	  Claiming a worker from the blocks this server leased from its registry.
+ * leased_claim.hpp
+ *	  A leased claim: a database claiming a worker from the blocks this server
+ *	  leased from its registry (docs/design.md, "Glossary").
  *
  * Both run inside an SPI connection, as the extension owner, in the
  * registering transaction (worker_table.hpp's conventions).
@@ -27,8 +28,8 @@ void adopt_registry_layout();
  * takes a fresh one from the server's blocks.  Takes its session locks.
  * Sets lease to the lease the worker came from.
  */
-Claim claim_granted_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
-						 int64_t borrow_units, bool reuse, LeaseId *lease);
+Claim claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_table, int64_t now_delta,
+						int64_t borrow_units, bool reuse, LeaseId *lease);
 
 /*
  * The time unit above every ID this database issued, or may still issue

@@ -1,6 +1,8 @@
 /*
- * registry_claim.cpp
- *	  Claiming a worker when the server has a registry (uidgen.registry).
+ * leased_claim.cpp
+ *	  A leased claim: claiming a worker when the server has a registry
+ *	  (uidgen.registry).  Not the registry's uidgen.registry_claim(), which
+ *	  leases a block to a server life; this takes a worker out of the blocks.
  *
  * The 1.0 protocol goes on inside the blocks this server life leased:
  * uidgen.worker_node stays the database's record, with the same session
@@ -11,7 +13,7 @@
  * of an earlier life, or of the time before joining, may belong to another
  * server now).
  */
-#include "workers/registry_claim.hpp"
+#include "workers/leased_claim.hpp"
 
 #include "core/generator.hpp"
 #include "layout/catalog.hpp"
@@ -95,7 +97,7 @@ id_array(const int64_t *ids, int count)
  * being inserted at its exit, claim.cpp), left the row as it was before.
  */
 bool
-claim_granted_worker(const Layout &layout, const char *identity, Oid worker_table, int64_t now_delta,
+reuse_granted_worker(const Layout &layout, const char *identity, Oid worker_table, int64_t now_delta,
 					 Claim *claim, LeaseId *lease)
 {
 	int count;
@@ -253,18 +255,18 @@ adopt_registry_layout()
 }
 
 Claim
-claim_granted_worker(const Layout &layout, const DatabaseOrigin &origin, Oid worker_table, int64_t now_delta,
-				   int64_t borrow_units, bool reuse, LeaseId *lease)
+claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_table, int64_t now_delta,
+					int64_t borrow_units, bool reuse, LeaseId *lease)
 {
 	Claim claim{};
-	int64_t joined = join_floor(origin.identity, worker_table, now_delta, borrow_units);
+	int64_t joined = join_floor(claimant.identity, worker_table, now_delta, borrow_units);
 
 	if (reuse)
 	{
-		if (claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim, lease))
+		if (reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
 			return claim;
-		if (release_dead_workers(worker_table, origin.identity, now_delta + borrow_units) > 0 &&
-			claim_granted_worker(layout, origin.identity, worker_table, now_delta, &claim, lease))
+		if (release_dead_workers(worker_table, claimant.identity, now_delta + borrow_units) > 0 &&
+			reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
 			return claim;
 	}
 
