@@ -155,7 +155,7 @@ struct LeaseTable
 	Grant grants[max_grants];
 	/*
 	 * How many times a database of this server life has joined a registry
-	 * (registry_claim.cpp): a worker claimed without one stops extending its
+	 * (leased_claim.cpp): a worker claimed without one stops extending its
 	 * reservation once this moves (docs/design.md, section 8.6).
 	 */
 	std::atomic<uint64_t> joins;
