@@ -9,7 +9,8 @@
 # largest ID, and retention drops the days that end 90 days or more below
 # the largest ID, not below now(); a row whose day has no partition waits
 # in the default partition, where it stops maintenance until
-# partition_data_proc() moves it.
+# partition_data_proc() moves it.  And the README's example of native
+# partitioning by day, run as written there.
 use strict;
 use warnings;
 
@@ -37,6 +38,18 @@ $to_noon += 86_400 if $to_noon <= 0;
 sub go_to_day { set_fake_clock('+' . ($to_noon + $_[0] * 86_400)) }
 go_to_day(0);
 my $node = new_uidgen_node('partman', fake_clock => 1);
+
+# The README's native partitioning by day, in a database of its own.
+my $readme = doc_sql_blocks('README.md', '## Partitioning by time');
+$node->safe_psql('postgres', 'CREATE DATABASE readme');
+$node->safe_psql('readme', 'CREATE EXTENSION uidgen');
+$node->safe_psql('readme', $readme->{native});
+is($node->safe_psql('readme', q{
+	INSERT INTO public.events (id) VALUES (uid_min('2026-12-01 00:00+00')), (uid_max('2026-12-01 23:59:59.999+00'))
+	RETURNING tableoid::regclass}), "events_20261201\nevents_20261201",
+	"README: the first and the last ID of 2026-12-01 are in its partition");
+like(psql_error($node, 'readme', q{INSERT INTO public.events (id) VALUES (uid_min('2026-12-02 00:00+00'))}),
+	qr/no partition of relation "events" found for row/, 'and the first of the next day is not');
 
 sub run_recipe { $node->safe_psql('postgres', $recipe->{ $_[0] }) }
 run_recipe('partman-setup');
