@@ -18,6 +18,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Exporter 'import';
 use Time::HiRes ();
+use File::Basename ();
+use File::Spec;
 
 our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	set_fake_clock start_with_fake_clock kill_and_wait_for_restart wait_for_crash_restart
@@ -25,7 +27,7 @@ our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
 	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node
-	clock_offset wait_for_clock_past start_gated_writer);
+	clock_offset wait_for_clock_past start_gated_writer doc_sql_blocks);
 
 # A started node with uidgen created in database postgres.  Extra lines go
 # to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock;
@@ -556,6 +558,34 @@ sub duplicate_ids
 		}
 	}
 	return $duplicates;
+}
+
+# The SQL blocks of one section of a Markdown file, for a test that runs what
+# the documentation shows: path is the file's, from the top of the source
+# tree, heading the section's heading line ("### pg_partman"), which runs to
+# the next heading of its level or above.  Returns a hash of each block's name,
+# from a line "<!-- test: NAME -->" just before its fence, to its text.  Dies
+# when a block of the section has no name: the test runs every one.
+sub doc_sql_blocks
+{
+	my ($path, $heading) = @_;
+	my $file = File::Spec->catfile(File::Basename::dirname(__FILE__), '..', '..', $path);
+	open my $f, '<', $file or die "cannot read $file: $!";
+	my $text = do { local $/; <$f> };
+	close $f;
+	my ($level) = $heading =~ /^(#+) / or die "not a heading: $heading";
+	$level = length $level;
+	my ($section) = $text =~ /^\Q$heading\E\n(.*?)(?=^#{1,$level} |\z)/ms
+	  or die "$path has no section \"$heading\"";
+	my %blocks;
+	while ($section =~ /(?:^<!-- test: ([\w-]+) -->\n)?^```sql\n(.*?)^```$/msg)
+	{
+		my ($name, $sql) = ($1, $2);
+		die "an SQL block of \"$heading\" in $path has no <!-- test: NAME --> line before it" unless defined $name;
+		die "two SQL blocks of \"$heading\" in $path are named $name" if exists $blocks{$name};
+		$blocks{$name} = $sql;
+	}
+	return \%blocks;
 }
 
 1;

@@ -1,11 +1,16 @@
 # pg_partman (4.7, Debian's postgresql-15-partman) partitioning a table by
-# its uid_next() key, one partition a day: id-based native partitioning
-# whose interval is uid_interval('1 day').  Partitions start at multiples of
-# the interval from 0, which under the default layout (epoch at midnight
-# UTC) are uid_min() of UTC midnights.  Back-filled rows of past days and
-# new rows land in their days' partitions, run_maintenance() premakes the
-# days ahead, and retention drops old days, counting back from the largest
-# ID in the set rather than from now() (docs/partitioning-and-text.md).
+# its uid_next() key, a partition a day, by the recipe of
+# docs/partitioning-and-text.md: the test runs the SQL blocks of its section
+# "pg_partman" as they are written there (doc_sql_blocks), on a server clock
+# that it moves ahead by whole days (libfaketime) from noon UTC, so that no
+# day ends while a step runs.  Back-filled rows of past days (uid_min(),
+# uid_max()) and new ones (uid_next()) land in their days' partitions, none
+# in the default one; maintenance premakes 7 days past the day of the
+# largest ID, and retention drops the days that end 90 days or more below
+# the largest ID, not below now(); a row whose day has no partition waits
+# in the default partition, where it stops maintenance until
+# partition_data_proc() moves it.  And the README's example of native
+# partitioning by day, run as written there.
 use strict;
 use warnings;
 
@@ -21,117 +26,143 @@ chomp $sharedir;
 plan skip_all => "pg_partman is not installed in this server's extension directory ($sharedir/extension)"
   unless -e "$sharedir/extension/pg_partman.control";
 
-my $node = new_uidgen_node('partman');
-my $day = $node->safe_psql('postgres', "SELECT uid_interval('1 day')");
-is($day, 86_400_000 << 22, "uid_interval('1 day') is 86,400,000 milliseconds of 2^22 IDs");
+my $recipe = doc_sql_blocks('docs/partitioning-and-text.md', '### pg_partman');
+is_deeply([ sort keys %$recipe ], [qw(partman-backfill partman-maintenance partman-move-default partman-setup)],
+	'the section shows four SQL blocks, all run here');
 
-$node->safe_psql('postgres', q{
-	CREATE SCHEMA partman;
-	CREATE EXTENSION pg_partman SCHEMA partman;
-	CREATE TABLE events (id bigint PRIMARY KEY DEFAULT uid_next(), note text) PARTITION BY RANGE (id)});
+# Day 0 is the UTC day of the next noon; day n, n days later, at the same
+# time of day plus the time the test took.
+my $now = time;
+my $to_noon = 43_200 - $now % 86_400;
+$to_noon += 86_400 if $to_noon <= 0;
+sub go_to_day { set_fake_clock('+' . ($to_noon + $_[0] * 86_400)) }
+go_to_day(0);
+my $node = new_uidgen_node('partman', fake_clock => 1);
 
-# Four days back (for back-filled rows) to one day ahead, the rest by maintenance.
-$node->safe_psql('postgres', q{
-	SELECT partman.create_parent('public.events', 'id', 'native', uid_interval('1 day')::text,
-	                             p_premake => 5, p_start_partition => uid_min(now() - interval '4 days')::text)});
+# The README's native partitioning by day, in a database of its own.
+my $readme = doc_sql_blocks('README.md', '## Partitioning by time');
+$node->safe_psql('postgres', 'CREATE DATABASE readme');
+$node->safe_psql('readme', 'CREATE EXTENSION uidgen');
+$node->safe_psql('readme', $readme->{native});
+is($node->safe_psql('readme', q{
+	INSERT INTO public.events (id) VALUES (uid_min('2026-12-01 00:00+00')), (uid_max('2026-12-01 23:59:59.999+00'))
+	RETURNING tableoid::regclass}), "events_20261201\nevents_20261201",
+	"README: the first and the last ID of 2026-12-01 are in its partition");
+like(psql_error($node, 'readme', q{INSERT INTO public.events (id) VALUES (uid_min('2026-12-02 00:00+00'))}),
+	qr/no partition of relation "events" found for row/, 'and the first of the next day is not');
 
-# Each partition, as "day offset from today (UTC) : day of its first ID :
-# whether it ends where the next day starts", oldest first.
-my $partitions = q{
-	SELECT string_agg(format('%s:%s:%s',
-	                         (uid_timestamp(i.child_start_id) AT TIME ZONE 'UTC')::date
-	                           - (now() AT TIME ZONE 'UTC')::date,
-	                         uid_timestamp(i.child_start_id) = date_trunc('day', uid_timestamp(i.child_start_id), 'UTC'),
-	                         i.child_end_id + 1 = uid_min(uid_timestamp(i.child_start_id) + interval '1 day')),
+sub run_recipe { $node->safe_psql('postgres', $recipe->{ $_[0] }) }
+run_recipe('partman-setup');
+
+my $day_ids = $node->safe_psql('postgres', "SELECT uid_interval('1 day')");
+is($day_ids, 86_400_000 << 22, "uid_interval('1 day') is 86,400,000 milliseconds of 2^22 IDs");
+my $day0 = $node->safe_psql('postgres', "SELECT uid_min(date_trunc('day', now(), 'UTC'))");
+
+# Every partition as "day:rows", oldest first: its day as a number from day
+# 0, its rows counted.  A partition that is not a UTC day, from uid_min() of
+# a midnight UTC to uid_min() of the next, says so.
+my $partitions = qq{
+	SELECT string_agg(CASE WHEN (i.child_start_id - $day0) % $day_ids = 0
+	                       THEN ((i.child_start_id - $day0) / $day_ids)::text
+	                       ELSE 'misaligned ' || i.child_start_id END
+	                  || CASE WHEN uid_timestamp(i.child_start_id) = date_trunc('day', uid_timestamp(i.child_start_id), 'UTC')
+	                           AND i.child_end_id + 1 = uid_min(uid_timestamp(i.child_start_id) + interval '1 day')
+	                          THEN '' ELSE ' (not a UTC day)' END
+	                  || ':' || (SELECT count(*) FROM public.events e
+	                              WHERE e.tableoid = format('%I.%I', p.partition_schemaname, p.partition_tablename)::regclass),
 	                  ' ' ORDER BY i.child_start_id)
 	  FROM partman.show_partitions('public.events') p,
-	       partman.show_partition_info(p.partition_schemaname || '.' || p.partition_tablename, NULL, 'public.events') i};
-my @made = split / /, $node->safe_psql('postgres', $partitions);
-is(scalar(@made), 6, 'create_parent made six day partitions');
-is_deeply([ map { (split /:/)[1] . (split /:/)[2] } @made ], [ ('tt') x 6 ],
-	'each starts at uid_min() of a UTC midnight and ends below the next one');
-like($made[0], qr/^-[45]:/, 'the first is four days back (the floor of uid_min(now() - 4 days))');
-is($node->safe_psql('postgres', q{
-	SELECT bool_and(i.child_start_id % uid_interval('1 day') = 0)
-	  FROM partman.show_partitions('public.events') p,
-	       partman.show_partition_info(p.partition_schemaname || '.' || p.partition_tablename, NULL, 'public.events') i}),
-	't', "partition starts are multiples of uid_interval('1 day'): the epoch is midnight UTC");
+	       partman.show_partition_info(format('%s.%s', p.partition_schemaname, p.partition_tablename),
+	                                   NULL, 'public.events') i};
+sub partitions { $node->safe_psql('postgres', $partitions) }
+# The expected partitions: a hash of rows by day, then the days.
+sub days
+{
+	my ($rows, @days) = @_;
+	return join ' ', map { "$_:" . ($rows->{$_} // 0) } @days;
+}
+sub default_rows { $node->safe_psql('postgres', 'SELECT count(*) FROM public.events_default') }
+sub new_rows
+{
+	$node->safe_psql('postgres', "INSERT INTO public.events (payload) SELECT '{}' FROM generate_series(1, $_[0])");
+}
+# Three back-filled rows of each given day: the first ID of its midnight,
+# one of its noon and the last ID of its last millisecond.
+sub back_fill
+{
+	my $days = join ',', @_;
+	$node->safe_psql('postgres', qq{
+		INSERT INTO public.events (id, payload)
+		SELECT id, jsonb_build_object('back-filled', d)
+		  FROM unnest(ARRAY[$days]) d,
+		       LATERAL (SELECT uid_timestamp($day0) + d * interval '1 day' AS midnight) m,
+		       LATERAL (VALUES (uid_min(midnight)), (uid_min(midnight + interval '12 hours')),
+		                       (uid_max(midnight + interval '1 day' - interval '1 ms'))) v(id)});
+}
 
-# Back-filled rows of the four past days (IDs from uid_min() and uid_max() of
-# their times, both ends of each day), and new ones from uid_next().
-$node->safe_psql('postgres', q{
-	INSERT INTO events
-	SELECT uid_min(d + h * interval '1 hour'), 'back-filled'
-	  FROM generate_series(date_trunc('day', now(), 'UTC') - interval '4 days',
-	                       date_trunc('day', now(), 'UTC') - interval '1 day', interval '1 day') d,
-	       generate_series(0, 23, 6) h
-	UNION ALL
-	SELECT uid_max(d + interval '1 day' - interval '1 ms'), 'back-filled, the last ID of its day'
-	  FROM generate_series(date_trunc('day', now(), 'UTC') - interval '4 days',
-	                       date_trunc('day', now(), 'UTC') - interval '1 day', interval '1 day') d;
-	INSERT INTO events (note) SELECT 'new' FROM generate_series(1, 1000)});
+is(partitions(), days({}, 0 .. 7), "create_parent() made day 0's partition and the next 7 days', each a UTC day");
 
-# Every row is in the partition of its ID's UTC day; none fell to the default.
-my $misplaced = q{
-	SELECT count(*) FROM events e,
-	       partman.show_partition_info('public.' || e.tableoid::regclass, NULL, 'public.events') i
-	 WHERE i.child_start_id IS DISTINCT FROM uid_min(date_trunc('day', uid_timestamp(e.id), 'UTC'))};
-is($node->safe_psql('postgres', 'SELECT count(*) FROM events'), 1020, '1,020 rows');
-is($node->safe_psql('postgres', $misplaced), 0, "every row is in its ID's day");
-is($node->safe_psql('postgres', 'SELECT count(*) FROM ONLY events_default'), 0, 'and none in the default partition');
-is($node->safe_psql('postgres', q{
-	SELECT count(DISTINCT tableoid) FROM events WHERE note LIKE 'back-filled%'}), 4,
-	'the back-filled rows are in four past days');
+new_rows(1000);
+run_recipe('partman-maintenance');
+is(partitions(), days({ 0 => 1000 }, 0 .. 7),
+	"new rows are in day 0's partition; maintenance found 7 days made past it");
+is(default_rows(), 0, 'and none in the default partition');
 
-# The first ID of the day holding the largest ID in the set less back, plus
-# ahead days.
-my $day_of = sub {
-	my ($back, $ahead) = @_;
-	return $node->safe_psql('postgres', qq{
-		SELECT m - m % uid_interval('1 day') + $ahead * uid_interval('1 day')
-		  FROM (SELECT max(id) - $back AS m FROM events) x});
-};
-my $newest_start = q{
-	SELECT max(i.child_start_id) FROM partman.show_partitions('public.events') p,
-	       partman.show_partition_info(p.partition_schemaname || '.' || p.partition_tablename, NULL, 'public.events') i};
-my $oldest_start = $newest_start =~ s/max\(/min(/r;
+# Back-filling with the partitions made first.
+run_recipe('partman-backfill');
+back_fill(-30, -10, -1);
+my %rows = (-30 => 3, -10 => 3, -1 => 3, 0 => 1000);
+is(partitions(), days(\%rows, -30 .. 7), 'the 30 days before day 0 have partitions, the back-filled rows are in theirs');
+is(default_rows(), 0, 'and none in the default partition');
 
-# Maintenance premakes five days past the day of the largest ID.
-$node->safe_psql('postgres', q{SELECT partman.run_maintenance('public.events')});
-is($node->safe_psql('postgres', $newest_start), $day_of->(0, 5),
-	'run_maintenance() premade five days past the day of the largest ID');
-is($node->safe_psql('postgres', $misplaced), 0, 'every row is still in its day');
-my @after = split / /, $node->safe_psql('postgres', $partitions);
-is_deeply([ grep { !/:t:t$/ } @after ], [], 'the new partitions are days too');
+# Back-filling through the default partition.
+back_fill(-91, -90);
+is(default_rows(), 6, 'rows of days with no partition are in the default partition');
+is($node->safe_psql('postgres', q{SELECT default_table || ': ' || count FROM partman.check_default()}),
+	'public.events_default: 6', 'partman.check_default() reports them');
+run_recipe('partman-move-default');
+is(partitions(), days({ %rows, -91 => 3, -90 => 3 }, -91, -90, -30 .. 7),
+	'partition_data_proc() made their days and moved them there');
+is(default_rows(), 0, 'leaving the default partition empty');
 
-# Retention of two days, dropping the tables: a partition goes once its end
-# is two days or more below the largest ID.
-$node->safe_psql('postgres', q{
-	UPDATE partman.part_config SET retention = uid_interval('2 days')::text, retention_keep_table = false
-	 WHERE parent_table = 'public.events';
-	SELECT partman.run_maintenance('public.events')});
-my $kept_from = $day_of->("uid_interval('2 days')", 0);
-is($node->safe_psql('postgres', $oldest_start), $kept_from,
-	'retention dropped every day that ended two days before the largest ID');
-is($node->safe_psql('postgres', "SELECT count(*) FROM events WHERE id < $kept_from"), 0, 'with their rows');
-is($node->safe_psql('postgres', q{
-	SELECT count(DISTINCT tableoid) || ' days, ' || count(*) || ' rows' FROM events WHERE note LIKE 'back-filled%'}),
-	'2 days, 10 rows', 'the back-filled rows of the two days before today are left');
-is($node->safe_psql('postgres', "SELECT count(*) FROM events WHERE note = 'new'"), 1000, "and kept today's");
-is($node->safe_psql('postgres', $misplaced), 0, 'the rows left are in their days');
+# Retention: 90 days counted back from the largest ID, day 0's newest row.
+run_recipe('partman-maintenance');
+is(partitions(), days({ %rows, -90 => 3 }, -90, -30 .. 7),
+	'maintenance dropped day -91 and its rows (ended 90 days and 12 hours before the largest ID) and kept day -90');
 
-# Retention counts back from the largest ID, not from now(): one ID three
-# days ahead (uid_min() of a later time, or a clock that ran ahead) drops
-# today's partition, and premaking follows it.
-$node->safe_psql('postgres', q{
-	INSERT INTO events VALUES (uid_min(now() + interval '3 days'), 'from the future');
-	SELECT partman.run_maintenance('public.events')});
-is($node->safe_psql('postgres', $oldest_start), $day_of->("uid_interval('2 days')", 0),
-	'after one ID three days ahead, retention counts two days back from it');
-is($node->safe_psql('postgres', "SELECT count(*) FROM events WHERE note = 'new'"), 0,
-	"so today's rows are gone although now() did not move");
-is($node->safe_psql('postgres', $newest_start), $day_of->(0, 5),
-	'and premaking counts from it too');
+# One ID 2 days ahead of the clock moves both windows.
+$node->safe_psql('postgres', q{INSERT INTO public.events (id, payload) VALUES (uid_min(now() + interval '2 days'), '{}')});
+run_recipe('partman-maintenance');
+$rows{2} = 1;
+is(partitions(), days(\%rows, -30 .. 9),
+	'after one ID of day 2, maintenance dropped day -90 on day 0, and premade days 8 and 9');
+
+# Three days later.
+go_to_day(3);
+new_rows(500);
+run_recipe('partman-maintenance');
+$rows{3} = 500;
+is(partitions(), days(\%rows, -30 .. 10), "on day 3 new rows are in day 3's partition and maintenance premade day 10");
+
+# Day 100, the table idle since day 3.
+go_to_day(100);
+run_recipe('partman-maintenance');
+is(partitions(), days(\%rows, -30 .. 10),
+	'on day 100 maintenance dropped and made nothing: both count from the largest ID, of day 3, not from now()');
+
+# Its first row has no partition.
+new_rows(1);
+is(default_rows(), 1, "day 100's first row is in the default partition");
+like(psql_error($node, 'postgres', $recipe->{'partman-maintenance'}),
+	qr/updated partition constraint for default partition "events_default" would be violated by some row/,
+	'maintenance fails: it cannot attach a partition for that row while the row is in the default partition');
+is(partitions(), days(\%rows, -30 .. 10), 'and made and dropped nothing');
+run_recipe('partman-move-default');
+run_recipe('partman-maintenance');
+is(partitions(), days({ 100 => 1 }, 10, 100 .. 107),
+	'after partition_data_proc(), maintenance premade days 101 to 107 and dropped the days that ended '
+	  . '90 days before the row of day 100; days 11 to 99 have no partition');
+is(default_rows(), 0, 'and the default partition is empty');
 
 $node->stop;
 done_testing();
