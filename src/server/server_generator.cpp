@@ -60,7 +60,7 @@ struct SourceEnded
 {
 };
 
-bool wait_for_reservation(Source &source, int64_t delta);
+std::optional<int64_t> wait_for_reservation(Source &source, int64_t delta);
 
 /* A private worker's units are covered by the database's reservation, which the keeper raises. */
 class SharedReservation final : public TimeReservation
@@ -124,9 +124,11 @@ ServerState server;
 int64_t
 SharedReservation::extend(int64_t delta)
 {
-	if (!wait_for_reservation(source_, delta))
+	std::optional<int64_t> reserved = wait_for_reservation(source_, delta);
+
+	if (!reserved)
 		throw SourceEnded();
-	return source_.shared->reserved_until.load();
+	return *reserved;
 }
 
 int64_t
@@ -312,17 +314,33 @@ refuse_past_ceiling(SharedGenerator *g, const Source &source, int64_t delta)
 		throw_past_ceiling(worker, source.cache.words().layout(), std::max(asked, delta), ceiling);
 }
 
-/* Waits until the reservation covers delta; false when the source ended meanwhile. */
-bool
+/*
+ * Waits until the reservation covers delta and returns it; nullopt when the
+ * source ended meanwhile.  The reservation is read together with the
+ * generation and the stage, under the mutex that publish() writes them
+ * under: a reservation of a later generation covers nothing of this one.
+ * Its keeper released the workers it lent at its exit, above what its own
+ * reservation allowed, and they may be someone else's since; a borrower
+ * that took the new keeper's reservation for its own would issue under a
+ * worker it no longer has (test 025).
+ */
+std::optional<int64_t>
 wait_for_reservation(Source &source, int64_t delta)
 {
 	SharedGenerator *g = source.shared;
 	int64_t deadline = backend_clock().now_ms() + keeper_wait_ms;
 
-	while (delta > g->reserved_until.load())
+	for (;;)
 	{
-		if (g->generation.load() != source.generation || stage_of(g) != KeeperStage::Ready)
-			return false;
+		SpinLockAcquire(&g->mutex);
+		bool current = g->generation.load() == source.generation && g->stage == KeeperStage::Ready;
+		int64_t reserved = g->reserved_until.load();
+		SpinLockRelease(&g->mutex);
+
+		if (!current)
+			return std::nullopt;
+		if (delta <= reserved)
+			return reserved;
 		g->waits.fetch_add(1, std::memory_order_relaxed);
 		int64_t wanted = g->wanted_until.load();
 		while (wanted < delta && !g->wanted_until.compare_exchange_weak(wanted, delta))
@@ -334,7 +352,6 @@ wait_for_reservation(Source &source, int64_t delta)
 			raise_keeper_timeout("extend the time reservation");
 		sleep_on(g, 100);
 	}
-	return true;
 }
 
 /*
@@ -362,7 +379,7 @@ refill(Source &source)
 	if (last > layout.max_delta())
 		throw_time_exhausted(layout);
 	if (!wait_for_reservation(source, last))
-		return false;
+		return false;	/* the source ended */
 
 	/* Borrowed further than max_borrow: wait for the clock, as the cached generator does. */
 	std::optional<int64_t> start = layout.start_of(last);

@@ -118,16 +118,6 @@ static_assert(std::is_trivially_destructible_v<SharedGenerator>);
 
 static_assert(std::is_trivially_copyable_v<Layout>, "a Layout is copied in and out of shared memory");
 
-/* The keeper's stage, read under the mutex. */
-inline KeeperStage
-stage_of(SharedGenerator *generator)
-{
-	SpinLockAcquire(&generator->mutex);
-	KeeperStage stage = generator->stage;
-	SpinLockRelease(&generator->mutex);
-	return stage;
-}
-
 struct SharedState
 {
 	int lwlock_tranche;		/* of slots_lock and every generator's privates_lock */
