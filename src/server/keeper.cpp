@@ -92,7 +92,8 @@ publish(SharedGenerator *g, const Registration &r, int64_t reserved)
 	g->layout = layout;
 	g->worker = r.claim.worker;
 	g->started_at_ms = now_ms;
-	g->past_ceiling_unit = -1;
+	g->leased = r.leased;
+	g->lease = r.lease;
 	g->reserved_until.store(reserved);
 	/* A backend that sees the new cursor must see the new generation too (server_generator.cpp). */
 	g->generation.fetch_add(1);
@@ -153,23 +154,6 @@ joined_since_claim()
 	return !registration->leased && joins_so_far() != registration->joins_seen;
 }
 
-/*
- * Notes for waiting backends whether this server's clock is past the
- * ceiling of the cursor's lease: the reservation never passes the ceiling
- * (within_leases), so they would wait for nothing.
- */
-void
-note_ceiling(SharedGenerator *g, int64_t now)
-{
-	std::optional<int64_t> ceiling = registration->leased ? lease_ceiling_delta(registration->lease) : std::nullopt;
-	bool past = ceiling && now > *ceiling;
-
-	SpinLockAcquire(&g->mutex);
-	g->ceiling_unit = ceiling.value_or(-1);
-	g->past_ceiling_unit = past ? now : -1;
-	SpinLockRelease(&g->mutex);
-}
-
 /* Keeps the reservation ahead of the cursor and of the clock. */
 void
 raise_reservation(SharedGenerator *g, const Layout &layout)
@@ -185,7 +169,6 @@ raise_reservation(SharedGenerator *g, const Layout &layout)
 
 	if (joined_since_claim())
 		return;
-	note_ceiling(g, now);
 	DatabaseReservation reservation(layout);
 	int64_t covered = within_leases(g, layout, reservation.extend(std::min(needed, layout.max_delta())));
 

@@ -297,21 +297,29 @@ start_source()
 }
 
 /*
- * The ceiling's error, when the keeper found this server's clock past the
- * ceiling of its lease and delta is past it too: the keeper never extends
+ * The ceiling's error, when this backend's clock is past the ceiling of the
+ * lease of the cursor's worker, and delta is too: the keeper never extends
  * the reservation beyond the ceiling, so waiting would end in its timeout.
+ * The ceiling is read from the lease table as it stands, so a renewal that
+ * raised it counts at once.
  */
 void
 refuse_past_ceiling(SharedGenerator *g, const Source &source, int64_t delta)
 {
 	SpinLockAcquire(&g->mutex);
-	int64_t ceiling = g->ceiling_unit;
-	int64_t asked = g->past_ceiling_unit;
+	bool leased = g->leased && g->generation.load() == source.generation;
+	LeaseId lease = g->lease;
 	int64_t worker = g->worker;
 	SpinLockRelease(&g->mutex);
+	if (!leased)
+		return;
 
-	if (asked > ceiling && delta > ceiling && g->generation.load() == source.generation)
-		throw_past_ceiling(worker, source.cache.words().layout(), std::max(asked, delta), ceiling);
+	const Layout &layout = source.cache.words().layout();
+	std::optional<int64_t> ceiling = pg_call([&lease] { return lease_ceiling_delta(lease); });
+	int64_t now = now_delta(layout);
+
+	if (ceiling && now > *ceiling && delta > *ceiling)
+		throw_past_ceiling(worker, layout, now, *ceiling);
 }
 
 /*

@@ -89,14 +89,13 @@ struct SharedGenerator
 	char error_hint[256];
 
 	/*
-	 * With a registry: the ceiling of the cursor's lease, and the unit this
-	 * server's clock asked for when the keeper last found the clock past it
-	 * (past_ceiling_unit not above ceiling_unit: it was not).  A backend that waits for the
-	 * reservation to pass the ceiling raises the ceiling's error at once
-	 * rather than the keeper's timeout: the keeper will never pass it.
+	 * With a registry, the lease the cursor's worker came from: a backend
+	 * that waits for the reservation to pass its ceiling raises the
+	 * ceiling's error at once rather than the keeper's timeout, since the
+	 * keeper never extends the reservation beyond it.
 	 */
-	int64_t ceiling_unit;
-	int64_t past_ceiling_unit;
+	bool leased;
+	LeaseId lease;
 
 	/* Requests to the keeper, and the private workers: under privates_lock, not the mutex. */
 	LWLock privates_lock;
