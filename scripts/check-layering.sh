@@ -107,10 +107,14 @@ done < <(find src -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' -o -n
 
 # Retired names: each stood for more than one thing (see the glossary).  The
 # first kind may appear nowhere, not even in a comment.
-retired='registry_relid|forget_registry|RegistryOrigin|registry_origin\(|registry_may_have_changed|FleetState|fleet_state\(|FleetBlock|FleetGrant|FleetRules|fleet_rules\(|take_fleet_worker|claim_fleet_worker|DatabaseOrigin|database_origin\(|config_origin'
+# Whole words, so that a longer name that merely contains one (say
+# uid_registry_origin) is not taken for it; and the old file names of the
+# member's claim path, in comments too.
+retired='registry_relid|forget_registry|RegistryOrigin|registry_origin|registry_may_have_changed|FleetState|fleet_state|FleetBlock|FleetGrant|FleetRules|fleet_rules|take_fleet_worker|claim_fleet_worker|DatabaseOrigin|database_origin|config_origin|claim_granted_worker'
 while IFS= read -r hit; do
 	violation "$hit: a retired name (docs/design.md, \"Glossary\")"
-done < <(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' "$retired" src test/unit || true)
+done < <(grep -rnwE --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' "$retired" src test/unit || true
+	grep -rnE --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' 'registry_claim\.(cpp|hpp)' src test/unit || true)
 
 # The second kind names something else that lives on in SQL: registry_claim
 # is the registry's SQL function uidgen.registry_claim(), which C++ calls in
