@@ -25,13 +25,19 @@ take_chunk(std::atomic<uint64_t> &cursor, uint64_t min_word, uint64_t n)
 
 	uint64_t seen = cursor.load(std::memory_order_relaxed);
 
-	/* A failed exchange reloads seen; a closed word is never below min_word. */
+	/*
+	 * Acquire: a taker that gets words of a cursor published since (with a
+	 * release store) sees what was written before it, the new generation
+	 * included, so that its check of the generation after the take cannot
+	 * pass with another keeper's words (server_generator.cpp, refill()).
+	 * A failed exchange reloads seen; a closed word is never below min_word.
+	 */
 	while (seen < min_word &&
-		   !cursor.compare_exchange_weak(seen, min_word, std::memory_order_relaxed, std::memory_order_relaxed))
+		   !cursor.compare_exchange_weak(seen, min_word, std::memory_order_acquire, std::memory_order_relaxed))
 	{
 	}
 
-	uint64_t first = cursor.fetch_add(n, std::memory_order_relaxed);
+	uint64_t first = cursor.fetch_add(n, std::memory_order_acquire);
 
 	if (first >= cursor_closed_bit)
 		return std::nullopt;

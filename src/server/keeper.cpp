@@ -86,6 +86,7 @@ publish(SharedGenerator *g, const Registration &r, int64_t reserved)
 	pg_call([g] {
 		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
 		g->private_count = 0;
+		g->private_wanted = false;	/* asked of the keeper before: this one starts without */
 		LWLockRelease(&g->privates_lock);
 	});
 	SpinLockAcquire(&g->mutex);

@@ -104,6 +104,12 @@ struct Source
 	SharedGenerator *shared;
 	uint32_t generation;
 	int64_t floor_delta;	/* this backend's IDs from the source start after it */
+	/*
+	 * The reservation as this backend last read it for the generation:
+	 * within one it only grows, and its keeper's exit releases the workers
+	 * at or above it, so units up to it need no look at the slot.
+	 */
+	int64_t reserved = Generator::no_floor;
 	ChunkCache cache;
 	int pressure = 0;
 	std::optional<BorrowedWorker> borrowed;
@@ -336,6 +342,10 @@ std::optional<int64_t>
 wait_for_reservation(Source &source, int64_t delta)
 {
 	SharedGenerator *g = source.shared;
+
+	if (delta <= source.reserved)
+		return source.reserved;
+
 	int64_t deadline = backend_clock().now_ms() + keeper_wait_ms;
 
 	for (;;)
@@ -347,6 +357,7 @@ wait_for_reservation(Source &source, int64_t delta)
 
 		if (!current)
 			return std::nullopt;
+		source.reserved = reserved;
 		if (delta <= reserved)
 			return reserved;
 		g->waits.fetch_add(1, std::memory_order_relaxed);
@@ -458,9 +469,12 @@ try_to_borrow(Source &source)
 	/* As registration reuses a worker: only once the clock has passed its floor, or it would borrow at once. */
 	int64_t now = now_delta(source.cache.words().layout());
 
-	pg_call([g, now, &index, &lent] {
+	uint32_t generation = source.generation;
+
+	/* Only from the keeper of this source: another's workers are covered by another reservation. */
+	pg_call([g, now, generation, &index, &lent] {
 		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
-		for (int i = 0; i < g->private_count && index < 0; i++)
+		for (int i = 0; i < g->private_count && index < 0 && g->generation.load() == generation; i++)
 			if (g->privates[i].borrower_pid == 0 && g->privates[i].floor_delta < now)
 			{
 				index = i;
