@@ -264,7 +264,9 @@ check_locks()
 {
 	IssuingWorker *issuing = state.issuing ? &*state.issuing : nullptr;
 
-	if (issuing != nullptr && !relock_worker(issuing->worker_table(), issuing->generator.worker_id()))
+	/* Without its entry in the list of held workers it holds nothing that could be taken back. */
+	if (issuing != nullptr && (issuing_entry(issuing->generator.worker_id()) == nullptr ||
+							   !relock_worker(issuing->worker_table(), issuing->generator.worker_id())))
 		issuing->locks_lost = true;
 }
 
@@ -288,6 +290,8 @@ prepare_to_issue()
 		else
 			state.issuing->recheck = 0;
 	}
+	if (state.issuing && state.issuing->locks_lost && issuing_entry(state.issuing->generator.worker_id()) == nullptr)
+		state.issuing.reset();	/* nothing to take back, nor to release: claim anew */
 	if (state.issuing && state.issuing->locks_lost)
 	{
 		if (relock_worker(state.issuing->worker_table(), state.issuing->generator.worker_id()))

@@ -108,8 +108,17 @@ try_lock_worker(Oid worker_table, int64_t worker)
 	LOCKTAG object = object_tag(worker_table, worker);
 	LOCKTAG advisory = advisory_tag(worker_table, worker);
 
-	/* Held already means held by this backend: not a free worker. */
-	if (lock_held_by_me(object, worker_lock_mode) || lock_held_by_me(advisory, worker_lock_mode))
+	/*
+	 * Held already means held by this backend: not a free worker.  So does
+	 * an entry in the list without a lock: a worker this backend retired
+	 * keeps its entry (and its last unit, for the release at exit) after an
+	 * abort and DISCARD ALL took its locks, and a second entry for the same
+	 * worker would let the bookkeeping below act on the wrong one, until
+	 * the backend issued under a worker it held no lock on (the nemesis,
+	 * seed 41; test 061).
+	 */
+	if (find_held(worker_table, worker) != nullptr || lock_held_by_me(object, worker_lock_mode) ||
+		lock_held_by_me(advisory, worker_lock_mode))
 		return false;
 	if (held_count == max_held_workers)
 		ereport(ERROR,
