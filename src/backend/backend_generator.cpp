@@ -264,9 +264,7 @@ check_locks()
 {
 	IssuingWorker *issuing = state.issuing ? &*state.issuing : nullptr;
 
-	/* Without its entry in the list of held workers it holds nothing that could be taken back. */
-	if (issuing != nullptr && (issuing_entry(issuing->generator.worker_id()) == nullptr ||
-							   !relock_worker(issuing->worker_table(), issuing->generator.worker_id())))
+	if (issuing != nullptr && !relock_worker(issuing->worker_table(), issuing->generator.worker_id()))
 		issuing->locks_lost = true;
 }
 
@@ -290,8 +288,6 @@ prepare_to_issue()
 		else
 			state.issuing->recheck = 0;
 	}
-	if (state.issuing && state.issuing->locks_lost && issuing_entry(state.issuing->generator.worker_id()) == nullptr)
-		state.issuing.reset();	/* nothing to take back, nor to release: claim anew */
 	if (state.issuing && state.issuing->locks_lost)
 	{
 		if (relock_worker(state.issuing->worker_table(), state.issuing->generator.worker_id()))

@@ -310,17 +310,8 @@ start_source()
  * raised it counts at once.
  */
 void
-refuse_past_ceiling(SharedGenerator *g, const Source &source, int64_t delta)
+refuse_past_ceiling(const Layout &layout, int64_t worker, const LeaseId &lease, int64_t delta)
 {
-	SpinLockAcquire(&g->mutex);
-	bool leased = g->leased && g->generation.load() == source.generation;
-	LeaseId lease = g->lease;
-	int64_t worker = g->worker;
-	SpinLockRelease(&g->mutex);
-	if (!leased)
-		return;
-
-	const Layout &layout = source.cache.words().layout();
 	std::optional<int64_t> ceiling = pg_call([&lease] { return lease_ceiling_delta(lease); });
 	int64_t now = now_delta(layout);
 
@@ -353,6 +344,9 @@ wait_for_reservation(Source &source, int64_t delta)
 		SpinLockAcquire(&g->mutex);
 		bool current = g->generation.load() == source.generation && g->stage == KeeperStage::Ready;
 		int64_t reserved = g->reserved_until.load();
+		bool leased = g->leased;
+		LeaseId lease = g->lease;
+		int64_t worker = g->worker;
 		SpinLockRelease(&g->mutex);
 
 		if (!current)
@@ -366,7 +360,8 @@ wait_for_reservation(Source &source, int64_t delta)
 		{
 		}
 		wake_keeper(g);
-		refuse_past_ceiling(g, source, delta);
+		if (leased)
+			refuse_past_ceiling(source.cache.words().layout(), worker, lease, delta);
 		if (backend_clock().now_ms() >= deadline)
 			raise_keeper_timeout("extend the time reservation");
 		sleep_on(g, 100);
@@ -474,7 +469,7 @@ try_to_borrow(Source &source)
 	/* Only from the keeper of this source: another's workers are covered by another reservation. */
 	pg_call([g, now, generation, &index, &lent] {
 		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
-		for (int i = 0; i < g->private_count && index < 0 && g->generation.load() == generation; i++)
+		for (int i = 0; g->generation.load() == generation && i < g->private_count && index < 0; i++)
 			if (g->privates[i].borrower_pid == 0 && g->privates[i].floor_delta < now)
 			{
 				index = i;
