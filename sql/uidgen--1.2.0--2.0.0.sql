@@ -261,6 +261,19 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
 	SELECT r.lease_ttl + r.max_borrow + r.max_clock_skew FROM uidgen.registry_config r
 $$;
 
+-- How long a server life's leases last: as long as the life has lived (on
+-- the registry's clock, since it first reached the registry), at least a
+-- tenth of the lease TTL and 30 seconds, at most the TTL.  The blocks of a
+-- server in a crash loop are reusable soon after each of its short lives
+-- ends; renewals lengthen a life's leases as it ages (docs/design.md 8.8).
+-- Never longer than the TTL, so registry_holder_bound() still bounds them.
+CREATE FUNCTION uidgen.registry_lease_length(life uuid) RETURNS interval
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT least(r.lease_ttl, greatest(now() - l.joined_at, r.lease_ttl / 10, interval '30 s'))
+	  FROM uidgen.registry_config r, uidgen.server_life l
+	 WHERE l.life = registry_lease_length.life
+$$;
+
 -- Which registry this is, for members to pin (registry_identity above).
 CREATE FUNCTION uidgen.registry_identity(OUT registry_id uuid, OUT created_at timestamptz,
                                          OUT fleet_started_at timestamptz)
@@ -352,7 +365,7 @@ $$;
 CREATE FUNCTION uidgen.registry_claim(life uuid, system_identifier text, timeline int, host text, port int,
                                       databases text[],
                                       OUT block bigint, OUT first_worker bigint, OUT last_worker bigint,
-                                      OUT floor_delta bigint, OUT lease_ttl_ms bigint,
+                                      OUT floor_delta bigint, OUT lease_ms bigint,
                                       OUT held_back_until timestamptz, OUT lease_id uuid,
                                       OUT ceiling_delta bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -364,6 +377,7 @@ DECLARE
 	caller_system text := system_identifier;	-- the body names no function: 035 renames it
 	drawn uuid;		-- lease_id, under a name that no column has
 	ceiling bigint;	-- ceiling_delta, likewise
+	lease_length interval;
 BEGIN
 	-- Not an error: what registry_check_state() noticed must commit.
 	IF state.quarantined THEN
@@ -424,13 +438,14 @@ BEGIN
 	drawn := lease_id;
 	-- The highest unit the holder may issue under this lease, on the
 	-- registry's clock: the member caps its IDs there whatever its clock.
-	ceiling_delta := uidgen.registry_delta(now() + cfg.lease_ttl + cfg.max_borrow);
+	lease_length := uidgen.registry_lease_length(life);
+	ceiling_delta := uidgen.registry_delta(now() + lease_length + cfg.max_borrow);
 	ceiling := ceiling_delta;
 	INSERT INTO uidgen.worker_block AS b
 	       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after, lease_id,
 	        ceiling_delta)
-	VALUES (block, first_worker, last_worker, life, 'leased', now(), now() + cfg.lease_ttl,
-	        now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew, drawn, ceiling)
+	VALUES (block, first_worker, last_worker, life, 'leased', now(), now() + lease_length,
+	        now() + lease_length + cfg.max_borrow + cfg.max_clock_skew, drawn, ceiling)
 	ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
 	   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
 	       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
@@ -446,7 +461,7 @@ BEGIN
 	INSERT INTO uidgen.worker_block_lease AS h
 	       (block, life, first_worker, last_worker, floor_delta, claimed_at, lease_id)
 	VALUES (block, life, first_worker, last_worker, floor_delta, now(), drawn);
-	lease_ttl_ms := (extract(epoch FROM cfg.lease_ttl) * 1000)::bigint;
+	lease_ms := (extract(epoch FROM lease_length) * 1000)::bigint;
 END
 $$;
 
@@ -461,7 +476,7 @@ CREATE FUNCTION uidgen.registry_renew(life uuid, system_identifier text, timelin
                                       databases text[], blocks bigint[], floors bigint[],
                                       grant_workers bigint[], grant_databases text[],
                                       lease_ids uuid[], grant_leases uuid[])
-RETURNS TABLE (block bigint, lease_ttl_ms bigint, lease_id uuid, ceiling_delta bigint)
+RETURNS TABLE (block bigint, lease_ms bigint, lease_id uuid, ceiling_delta bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	cfg   uidgen.registry_config;
@@ -472,19 +487,21 @@ DECLARE
 	g     uuid;
 	c     bigint;
 	top_c bigint;
+	lease_length interval;
 BEGIN
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
-	lease_ttl_ms := (extract(epoch FROM cfg.lease_ttl) * 1000)::bigint;
+	lease_length := uidgen.registry_lease_length(life);
+	lease_ms := (extract(epoch FROM lease_length) * 1000)::bigint;
 	FOR i IN 1 .. coalesce(array_length(blocks, 1), 0) LOOP
 		b := blocks[i];
 		g := lease_ids[i];
 		CONTINUE WHEN g IS NULL;
 		-- Renewing raises the ceiling (recorded ceilings only rise).
-		c := uidgen.registry_delta(now() + cfg.lease_ttl + cfg.max_borrow);
+		c := uidgen.registry_delta(now() + lease_length + cfg.max_borrow);
 		UPDATE uidgen.worker_block w
-		   SET lease_expires_at = now() + cfg.lease_ttl,
-		       reusable_after = now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew,
+		   SET lease_expires_at = now() + lease_length,
+		       reusable_after = greatest(w.reusable_after, now() + lease_length + cfg.max_borrow + cfg.max_clock_skew),
 		       ceiling_delta = greatest(w.ceiling_delta, c)
 		 WHERE w.block = b AND w.life = registry_renew.life AND w.lease_id = g AND w.status = 'leased'
 		RETURNING w.ceiling_delta INTO top_c;
@@ -494,7 +511,7 @@ BEGIN
 			       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after,
 			        lease_id, ceiling_delta)
 			VALUES (b, (b - 1) * cfg.block_size + 1, least(b * cfg.block_size, top), registry_renew.life, 'leased',
-			        now(), now() + cfg.lease_ttl, now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew, g, c)
+			        now(), now() + lease_length, now() + lease_length + cfg.max_borrow + cfg.max_clock_skew, g, c)
 			ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
 			   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
 			       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
@@ -533,6 +550,7 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_rules() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_check_state() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_identity() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_holder_bound() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_lease_length(uuid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],

@@ -76,17 +76,18 @@ PGconn *conn = nullptr;
 char *connected_to = nullptr;
 
 /*
- * Leases are renewed once a sixth of their TTL has passed, so that an
- * outage of five sixths of a TTL changes nothing.
+ * Leases are renewed once a sixth of their length has passed, so that an
+ * outage of five sixths of a lease changes nothing.  A young life's leases
+ * are short (registry_lease_length()): renewed more often, and lengthened.
  */
 bool
 renewal_due(const LeaseTable *state, int64_t now_mono)
 {
-	int64_t ttl = state->rules.lease_ttl_ms;
-
 	for (int i = 0; i < state->nblocks; i++)
 	{
-		if (state->blocks[i].deadline_mono_ms - now_mono < ttl * 5 / 6)
+		const LeasedBlock &b = state->blocks[i];
+
+		if (b.deadline_mono_ms - now_mono < b.lease_ms * 5 / 6)
 			return true;
 	}
 	for (int i = 0; i < state->ngrants; i++)
@@ -107,7 +108,7 @@ spare_workers(const LeaseTable *state, int64_t now_mono)
 	{
 		const LeasedBlock &b = state->blocks[i];
 
-		if (b.deadline_mono_ms - now_mono > state->rules.lease_ttl_ms / 3)
+		if (b.deadline_mono_ms - now_mono > b.lease_ms / 3)
 			spare += b.last_worker - b.next_worker + 1;
 	}
 	return spare;
@@ -781,7 +782,7 @@ renew(LeaseTable *state)
 							grant_leases_text};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("renewing the leases",
-					   "SELECT block, lease_ttl_ms, lease_id, ceiling_delta FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, "
+					   "SELECT block, lease_ms, lease_id, ceiling_delta FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, "
 					   "$8, $9, $10, $11, $12)",
 					   12, params);
 
@@ -797,23 +798,22 @@ renew(LeaseTable *state)
 	LeaseId *renewed_lease = static_cast<LeaseId *>(palloc(sizeof(LeaseId) * (nrenewed + 1)));
 	int64_t *deadline = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
 	int64_t *ceiling = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
+	int64_t *length = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
 	for (int row = 0; row < nrenewed; row++)
 	{
-		int64_t ttl;
-
-		if (!reply_int64(r, what, row, 0, &renewed[row]) || !reply_int64(r, what, row, 1, &ttl) ||
+		if (!reply_int64(r, what, row, 0, &renewed[row]) || !reply_int64(r, what, row, 1, &length[row]) ||
 			!reply_lease_id(r, what, row, 2, &renewed_lease[row]) || !reply_int64(r, what, row, 3, &ceiling[row]))
 			return false;
-		if (ttl <= 0)
+		if (length[row] <= 0)
 		{
 			char problem[128];
 
 			snprintf(problem, sizeof(problem), "the registry renewed block %lld for %lld ms",
-					 static_cast<long long>(renewed[row]), static_cast<long long>(ttl));
+					 static_cast<long long>(renewed[row]), static_cast<long long>(length[row]));
 			record_bad_reply(r, what, problem);
 			return false;
 		}
-		deadline[row] = sent + ttl;
+		deadline[row] = sent + length[row];
 	}
 	PQclear(r);
 
@@ -827,6 +827,7 @@ renew(LeaseTable *state)
 			if (renewed[row] == state->blocks[i].block && renewed_lease[row] == state->blocks[i].lease_id)
 			{
 				state->blocks[i].deadline_mono_ms = deadline[row];
+				state->blocks[i].lease_ms = length[row];
 				state->blocks[i].ceiling_delta = std::max(state->blocks[i].ceiling_delta, ceiling[row]);
 				state->blocks[kept++] = state->blocks[i];
 				break;
@@ -848,7 +849,7 @@ claim_block(LeaseTable *state)
 	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("leasing a block of worker ids",
-					   "SELECT block, first_worker, last_worker, floor_delta, lease_ttl_ms, held_back_until, lease_id, "
+					   "SELECT block, first_worker, last_worker, floor_delta, lease_ms, held_back_until, lease_id, "
 					   "ceiling_delta FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
 					   6, params);
 
@@ -880,14 +881,13 @@ claim_block(LeaseTable *state)
 	}
 
 	LeasedBlock b{};
-	int64_t ttl;
 	b.block = block;
 	if (!reply_int64(r, what, 0, 1, &b.first_worker) || !reply_int64(r, what, 0, 2, &b.last_worker) ||
-		!reply_int64(r, what, 0, 3, &b.floor_delta) || !reply_int64(r, what, 0, 4, &ttl) ||
+		!reply_int64(r, what, 0, 3, &b.floor_delta) || !reply_int64(r, what, 0, 4, &b.lease_ms) ||
 		!reply_lease_id(r, what, 0, 6, &b.lease_id) || !reply_int64(r, what, 0, 7, &b.ceiling_delta))
 		return false;
 	PQclear(r);
-	if (b.block < 1 || b.first_worker < 1 || b.last_worker < b.first_worker || ttl <= 0 ||
+	if (b.block < 1 || b.first_worker < 1 || b.last_worker < b.first_worker || b.lease_ms <= 0 ||
 		b.ceiling_delta <= b.floor_delta)
 	{
 		char problem[256];
@@ -895,13 +895,13 @@ claim_block(LeaseTable *state)
 		snprintf(problem, sizeof(problem),
 				 "the registry leased block %lld of workers %lld to %lld for %lld ms, time units %lld to %lld",
 				 static_cast<long long>(b.block), static_cast<long long>(b.first_worker),
-				 static_cast<long long>(b.last_worker), static_cast<long long>(ttl),
+				 static_cast<long long>(b.last_worker), static_cast<long long>(b.lease_ms),
 				 static_cast<long long>(b.floor_delta + 1), static_cast<long long>(b.ceiling_delta));
 		record_bad_reply(nullptr, what, problem);
 		return false;
 	}
 	b.claimed_at_ms = backend_clock().now_ms();
-	b.deadline_mono_ms = sent + ttl;
+	b.deadline_mono_ms = sent + b.lease_ms;
 	b.next_worker = b.first_worker;
 
 	LWLockAcquire(&state->lock, LW_EXCLUSIVE);

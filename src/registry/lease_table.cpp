@@ -5,6 +5,7 @@
  */
 #include "registry/lease_table.hpp"
 
+#include "pg/guard.hpp"
 #include "pg/pg_clock.hpp"
 
 extern "C" {
@@ -468,11 +469,14 @@ held_lease(const LeaseId &lease)
 
 	if (state == nullptr)
 		return std::nullopt;
-	LWLockAcquire(&state->lock, LW_SHARED);
-	const LeasedBlock *b = block_of_lease(state, lease);
-	if (b != nullptr)
-		held.emplace(*b, state->rules.max_borrow_ms);
-	LWLockRelease(&state->lock);
+	/* Called from generators' C++ frames: LWLockAcquire may raise an error. */
+	pg_call([state, &lease, &held] {
+		LWLockAcquire(&state->lock, LW_SHARED);
+		const LeasedBlock *b = block_of_lease(state, lease);
+		if (b != nullptr)
+			held.emplace(*b, state->rules.max_borrow_ms);
+		LWLockRelease(&state->lock);
+	});
 	return held;
 }
 

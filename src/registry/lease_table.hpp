@@ -102,6 +102,7 @@ struct LeasedBlock
 	int64_t ceiling_delta;		/* and issue no unit after this one, the registry's ceiling (only rises) */
 	int64_t claimed_at_ms;		/* wall clock, for uid_origin() */
 	int64_t deadline_mono_ms;	/* the lease, on the monotonic clock */
+	int64_t lease_ms;			/* how long it was last granted or renewed for */
 	int64_t next_worker;		/* the first not granted yet */
 };
 static_assert(std::is_trivially_destructible_v<LeasedBlock>);

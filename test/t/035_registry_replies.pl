@@ -23,7 +23,7 @@ my $renew_args = "$claim_args, blocks bigint[], floors bigint[], grant_workers b
   . 'lease_ids uuid[], grant_leases uuid[]';
 my $rules_columns = 'time_bits int, worker_bits int, seq_bits int, epoch_ms bigint, unit_ms int, max_borrow_ms bigint, '
   . 'lease_ttl_ms bigint, block_size int, max_clock_skew_ms bigint, clock_ms bigint';
-my $claim_columns = 'block bigint, first_worker bigint, last_worker bigint, floor_delta bigint, lease_ttl_ms bigint, '
+my $claim_columns = 'block bigint, first_worker bigint, last_worker bigint, floor_delta bigint, lease_ms bigint, '
   . 'held_back_until timestamptz, lease_id uuid, ceiling_delta bigint';
 # registry_renew() names itself in its body: a copy under the other name,
 # and the original out of the extension, to be dropped.
@@ -120,7 +120,7 @@ fake('rules', $rules_columns, undef);
 
 # ---- uidgen.registry_claim() ----------------------------------------------------
 
-my $claim_values = 'c.block, c.first_worker, c.last_worker, c.floor_delta, c.lease_ttl_ms, c.held_back_until, c.lease_id, '
+my $claim_values = 'c.block, c.first_worker, c.last_worker, c.floor_delta, c.lease_ms, c.held_back_until, c.lease_id, '
   . 'c.ceiling_delta';
 my $real_claim = 'uidgen.real_registry_claim($1, $2, $3, $4, $5, $6) c';
 fake('claim', $claim_columns, "SELECT $claim_values FROM $real_claim WHERE false");
@@ -131,16 +131,16 @@ fake('claim', $claim_columns, "SELECT NULL::bigint, NULL::bigint, NULL::bigint, 
 expect_refusal('claim, NULLs', '%leasing a block of worker ids: column "held_back_until" of the reply is null%',
 	uid_next => 1);
 (my $claim_text = $claim_columns) =~ s/first_worker bigint/first_worker text/;
-fake('claim', $claim_text, "SELECT c.block, 'one', c.last_worker, c.floor_delta, c.lease_ttl_ms, c.held_back_until, "
+fake('claim', $claim_text, "SELECT c.block, 'one', c.last_worker, c.floor_delta, c.lease_ms, c.held_back_until, "
 	. "c.lease_id, c.ceiling_delta FROM $real_claim");
 expect_refusal('claim, text for a number', '%column "first_worker" of the reply is not an integer: "one"%',
 	uid_next => 1);
-fake('claim', $claim_columns, "SELECT c.block, c.last_worker, c.first_worker - 1, c.floor_delta, c.lease_ttl_ms, "
+fake('claim', $claim_columns, "SELECT c.block, c.last_worker, c.first_worker - 1, c.floor_delta, c.lease_ms, "
 	. "c.held_back_until, c.lease_id, c.ceiling_delta FROM $real_claim");
 expect_refusal('claim, an empty block', '%leasing a block of worker ids: the registry leased block % of workers % to %',
 	uid_next => 1);
 (my $claim_grant_text = $claim_columns) =~ s/lease_id uuid/lease_id text/;
-fake('claim', $claim_grant_text, "SELECT c.block, c.first_worker, c.last_worker, c.floor_delta, c.lease_ttl_ms, "
+fake('claim', $claim_grant_text, "SELECT c.block, c.first_worker, c.last_worker, c.floor_delta, c.lease_ms, "
 	. "c.held_back_until, 'lease-1', c.ceiling_delta FROM $real_claim");
 expect_refusal('claim, a lease ID that is not a UUID', '%column "lease_id" of the reply is not a lease ID: "lease-1"%',
 	uid_next => 1);
@@ -151,13 +151,13 @@ like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'with the r
 # ---- uidgen.registry_renew() ----------------------------------------------------
 
 my $real_renew = 'uidgen.real_registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) r';
-my $renew_columns = 'block bigint, lease_ttl_ms bigint, lease_id uuid, ceiling_delta bigint';
-fake('renew', $renew_columns, "SELECT NULL::bigint, r.lease_ttl_ms, r.lease_id, r.ceiling_delta FROM $real_renew");
+my $renew_columns = 'block bigint, lease_ms bigint, lease_id uuid, ceiling_delta bigint';
+fake('renew', $renew_columns, "SELECT NULL::bigint, r.lease_ms, r.lease_id, r.ceiling_delta FROM $real_renew");
 expect_refusal('renew, a NULL', '%renewing the leases: column "block" of the reply is null%');
-fake('renew', 'block bigint, lease_ttl_ms text, lease_id uuid, ceiling_delta bigint',
+fake('renew', 'block bigint, lease_ms text, lease_id uuid, ceiling_delta bigint',
 	"SELECT r.block, '10 s', r.lease_id, r.ceiling_delta FROM $real_renew");
-expect_refusal('renew, text for a number', '%column "lease_ttl_ms" of the reply is not an integer: "10 s"%');
-fake('renew', 'block bigint, lease_ttl_ms bigint', "SELECT r.block, r.lease_ttl_ms FROM $real_renew");
+expect_refusal('renew, text for a number', '%column "lease_ms" of the reply is not an integer: "10 s"%');
+fake('renew', 'block bigint, lease_ms bigint', "SELECT r.block, r.lease_ms FROM $real_renew");
 # A registry whose renewals name no grant (as before grants had an ID).
 expect_refusal('renew, no lease_id', '%renewing the leases: column "lease_id" does not exist%');
 fake('renew', $renew_columns, undef);
