@@ -408,10 +408,13 @@ BEGIN
 		block := spent.block;
 		first_worker := spent.first_worker;
 		last_worker := spent.last_worker;
-		-- Above every unit its last holder may have issued: the ceilings
-		-- granted (recorded, so a member's clock plays no part), and the
-		-- lease's end plus max_borrow on the registry's clock.
-		floor_delta := greatest(uidgen.registry_delta(spent.reusable_after), spent.ceiling_delta);
+		-- Above every unit any holder of the block may have issued: the
+		-- ceilings recorded (so a member's clock plays no part), and the
+		-- registry's clock, which once the quarantine is over is above every
+		-- ceiling of state the registry may have lost (docs/design.md 8.0,
+		-- A3): a restore forgets the leases made after its backup, and the
+		-- block may have gone to another holder since the lease it records.
+		floor_delta := greatest(spent.ceiling_delta, uidgen.registry_delta(now()));
 	ELSE
 		block := coalesce((SELECT max(b.block) FROM uidgen.worker_block b), 0) + 1;
 		first_worker := (block - 1) * cfg.block_size + 1;
@@ -506,12 +509,16 @@ BEGIN
 		 WHERE w.block = b AND w.life = registry_renew.life AND w.lease_id = g AND w.status = 'leased'
 		RETURNING w.ceiling_delta INTO top_c;
 		IF NOT FOUND AND state.quarantined THEN
+			-- The lost lease may have been granted for a whole TTL (its
+			-- life's age is lost state too): recorded so, its ceiling and end
+			-- are at least those the member holds, within the clock bound.
+			c := uidgen.registry_delta(now() + cfg.lease_ttl + cfg.max_borrow);
 			LOCK TABLE uidgen.worker_block IN EXCLUSIVE MODE;
 			INSERT INTO uidgen.worker_block AS w
 			       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after,
 			        lease_id, ceiling_delta)
 			VALUES (b, (b - 1) * cfg.block_size + 1, least(b * cfg.block_size, top), registry_renew.life, 'leased',
-			        now(), now() + lease_length, now() + lease_length + cfg.max_borrow + cfg.max_clock_skew, g, c)
+			        now(), now() + lease_length, now() + cfg.lease_ttl + cfg.max_borrow + cfg.max_clock_skew, g, c)
 			ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
 			   SET life = excluded.life, status = 'leased', claimed_at = excluded.claimed_at,
 			       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
@@ -588,8 +595,9 @@ COMMENT ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, 
 	IS 'Sets this registry''s lease TTL, block size, max_borrow, clock bound and blocks per system identifier';
 
 -- A server that is gone keeps its blocks until their leases end; releasing
--- them stops renewals, so they return to the pool a lease TTL (plus
--- max_borrow) after the last renewal, whether or not the server was gone.
+-- them stops renewals, so they return to the pool their lease (up to a TTL)
+-- plus max_borrow and the clock bound after the last renewal, whether or
+-- not the server was gone.
 CREATE FUNCTION @extschema@.uid_registry_release(life uuid) RETURNS int
 LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 	WITH released AS (

@@ -81,7 +81,7 @@ throw_past_ceiling(int64_t worker, const Layout &layout, int64_t delta, int64_t 
 			 static_cast<long long>((delta - ceiling) * layout.unit_ms()));
 	snprintf(detail, sizeof(detail),
 			 "Worker %lld may issue up to time unit %lld under the lease the registry granted (the registry's "
-			 "clock at the grant plus the lease TTL and max_borrow); this server's clock asks for unit %lld.",
+			 "clock at the grant plus the lease's length and max_borrow); this server's clock asks for unit %lld.",
 			 static_cast<long long>(worker), static_cast<long long>(ceiling), static_cast<long long>(delta));
 	throw Error(ErrorKind::ConnectionFailure, message, detail,
 				"Correct this server's clock; uidgen.registry_status shows how far it is from the registry's.");
