@@ -304,8 +304,11 @@ BEGIN
 	SELECT * INTO STRICT st FROM uidgen.registry_state FOR UPDATE;
 	IF st.system_identifier IS DISTINCT FROM sys OR st.database_oid IS DISTINCT FROM db
 	   OR st.timeline IS DISTINCT FROM tli OR st.server_started_at IS DISTINCT FROM born THEN
-		-- A registry that never leased anything has nothing to lose.
-		IF EXISTS (SELECT FROM uidgen.worker_block) THEN
+		-- Only a registry whose state was never recorded has nothing to
+		-- lose: CREATE EXTENSION records it, so that a registry restored or
+		-- failed over to a point before its first lease, which leases
+		-- granted since may have lost, is not taken for a new one.
+		IF st.system_identifier IS NOT NULL OR EXISTS (SELECT FROM uidgen.worker_block) THEN
 			st.quarantine_until := greatest(st.quarantine_until, now() + uidgen.registry_holder_bound());
 		END IF;
 		UPDATE uidgen.registry_state
@@ -553,6 +556,9 @@ END
 $$;
 
 -- Members call only these; grant them to the role members connect as.
+-- Where this registry's state is now (registry_state), as it is created.
+SELECT uidgen.registry_check_state();
+
 REVOKE EXECUTE ON FUNCTION uidgen.registry_rules() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_check_state() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_identity() FROM PUBLIC;

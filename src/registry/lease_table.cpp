@@ -507,6 +507,13 @@ lease_ceiling_delta(const LeaseId &lease)
 	return held ? std::optional<int64_t>(held->first.ceiling_delta) : std::nullopt;
 }
 
+std::optional<int64_t>
+lease_floor_delta(const LeaseId &lease)
+{
+	std::optional<std::pair<LeasedBlock, int64_t>> held = held_lease(lease);
+	return held ? std::optional<int64_t>(held->first.floor_delta) : std::nullopt;
+}
+
 std::optional<RegistryRules>
 registry_rules()
 {

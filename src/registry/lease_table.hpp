@@ -260,6 +260,9 @@ std::optional<int64_t> lease_cap_delta(const LeaseId &lease, const Layout &layou
 /* The registry's ceiling of lease, while this server life holds it: for errors. */
 std::optional<int64_t> lease_ceiling_delta(const LeaseId &lease);
 
+/* The floor of lease (its workers issue only above it), while this server life holds it. */
+std::optional<int64_t> lease_floor_delta(const LeaseId &lease);
+
 /* The rules the agent fetched, or nullopt before it reached the registry. */
 std::optional<RegistryRules> registry_rules();
 

@@ -95,10 +95,14 @@ id_array(const int64_t *ids, int count)
  * what their last holder noted at its exit too: a holder whose claim never
  * committed, and whose release could not be written (its row was locked or
  * being inserted at its exit, claim.cpp), left the row as it was before.
+ * And above the floor of the lease it is reused under, and the join floor,
+ * as a worker taken fresh from the lease is: the row's last unit may be
+ * from an earlier lease of the same block, below another server's IDs
+ * under the same worker since.
  */
 bool
 reuse_granted_worker(const Layout &layout, const char *identity, Oid worker_table, int64_t now_delta,
-					 Claim *claim, LeaseId *lease)
+					 int64_t joined, Claim *claim, LeaseId *lease)
 {
 	int count;
 	int64_t *granted = granted_workers(MyDatabaseId, &count);
@@ -111,7 +115,8 @@ reuse_granted_worker(const Layout &layout, const char *identity, Oid worker_tabl
 	 * issues nothing (lease_cap_delta), and the next command claims again.
 	 */
 	*lease = live_lease(claim->worker, MyDatabaseId).value_or(LeaseId{});
-	claim->floor_delta = std::max(claim->floor_delta, grant_issued_until(claim->worker));
+	claim->floor_delta = std::max({claim->floor_delta, grant_issued_until(claim->worker), joined,
+								   lease_floor_delta(*lease).value_or(Generator::no_floor)});
 	return true;
 }
 
@@ -263,10 +268,10 @@ claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_t
 
 	if (reuse)
 	{
-		if (reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
+		if (reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, joined, &claim, lease))
 			return claim;
 		if (release_dead_workers(worker_table, claimant.identity, now_delta + borrow_units) > 0 &&
-			reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
+			reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, joined, &claim, lease))
 			return claim;
 	}
 

@@ -100,7 +100,43 @@ else
 # s1 ends, releasing the worker it retired at the last unit it issued
 # under it; another session reuses the worker above that, and issues.
 $s1->quit;
+
+# s2 will reuse worker 1 under the new lease of block 1, whose floor is
+# above the last unit s1 issued under it (the worker's row notes that one,
+# at s1's exit).  m1's clock steps back between the two: the reused worker
+# must issue nothing at or below its lease's floor, under which another
+# server may have issued since (before: its floor was the row's, and it
+# issued there; docs/design.md 8.3).  The step is uidgen.debug_clock_offset.
+is($m1->safe_psql('postgres', 'SELECT unit FROM uidgen.config'), 'millisecond', 'a unit is a millisecond');
+my $lease_floor = $registry->safe_psql('registry', q{
+	SELECT h.floor_delta FROM uidgen.worker_block b JOIN uidgen.worker_block_lease h USING (block, lease_id)
+	 WHERE b.block = 1});
+# An ID's unit is id >> 10 under worker_bits 1 and seq_bits 9.
+my $s1_last = $m1->safe_psql('postgres', 'SELECT max(id >> 10) FROM ids');
+cmp_ok($lease_floor - $s1_last, '>', 10, "the new lease's floor is above s1's last unit");
+my $now_unit = $m1->safe_psql('postgres', 'SELECT uid_min(clock_timestamp()) >> 10');
+my $offset = int(($s1_last + $lease_floor) / 2) - $now_unit;
+$m1->append_conf('postgresql.conf', "uidgen.debug_clock_offset = '${offset}ms'\n");
+$m1->reload;
 my $s2 = $m1->background_psql('postgres', on_error_stop => 0);
+$until = time + 10;
+my $stepped_errors = '';
+while (time < $until && $s2->query_safe('SELECT uid_current_worker()') eq '')
+{
+	my (undef, $ret) = $s2->query('INSERT INTO ids SELECT uid_next() FROM generate_series(1, 200)');
+	$stepped_errors .= join('', $s2->{stderr} =~ /(ERROR:.*\n)/g) if $ret != 0;
+	$s2->{stderr} = '';
+	select(undef, undef, undef, 0.05);
+}
+note("s2 with m1's clock stepped back by ${offset} ms: errors:\n$stepped_errors");
+ok($stepped_errors ne '' || $m1->safe_psql('postgres', "SELECT count(*) FROM ids WHERE id >> 10 > $s1_last") > 0,
+	"the step reached s2's backend (it issued or erred)");
+is($m1->safe_psql('postgres', "SELECT count(*) FROM ids WHERE id >> 10 > $s1_last AND id >> 10 <= $lease_floor"),
+	'0', "the reused worker issued nothing at or below its lease's floor");
+$m1->append_conf('postgresql.conf', "uidgen.debug_clock_offset = '0'\n");
+$m1->reload;
+$s2->quit;
+$s2 = $m1->background_psql('postgres', on_error_stop => 0);
 $until = time + 90;
 my $s2_ok = 0;
 while (time < $until && !$s2_ok)

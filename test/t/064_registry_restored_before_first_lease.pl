@@ -1,0 +1,73 @@
+# A registry restored from a backup taken before its first lease (or failed
+# over to a standby that had not replayed it) has an empty block table, as
+# a new registry has, but its members may hold leases it forgot.  It must
+# quarantine as any registry that may have lost state does, not lease block
+# 1 again at once.
+#
+# Before: the quarantine began only when the block table had a row, so the
+# restored registry leased m1's block 1 to m2 at once, and both issued
+# under worker 1 at the same time.
+#
+# Worker bits 2 and blocks of one worker: blocks 1 to 3.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use UidgenTest;
+
+my @borrow = ("uidgen.max_borrow = '1s'");
+my $registry = new_registry_node('registry', member => 0, lease_ttl => '10s', max_borrow => '1s',
+	init => { allows_streaming => 1 }, conf => \@borrow);
+$registry->safe_psql('registry', 'SELECT uid_configure(worker_bits => 2, seq_bits => 9)');
+$registry->safe_psql('registry', 'SELECT uid_registry_configure(block_size => 1)');
+$registry->backup('empty');
+note('the backup has no lease');
+
+my $m1 = new_member_node('m1', $registry, conf => \@borrow);
+wait_for_registry($m1);
+$m1->safe_psql('postgres', 'CREATE TABLE ids (id bigint)');
+$m1->safe_psql('postgres', 'INSERT INTO ids SELECT uid_next() FROM generate_series(1, 100)');
+is($m1->safe_psql('postgres', 'SELECT min(uid_worker_id(id)) FROM ids'), '1', 'm1 issues under worker 1');
+
+# The registry is replaced by the backup (same socket and port).
+my $restored = PostgreSQL::Test::Cluster->new('restored');
+$restored->init_from_backup($registry, 'empty');
+$restored->append_conf('postgresql.conf', 'port = ' . $registry->port . "\nunix_socket_directories = '" . $registry->host . "'\n");
+$registry->stop('fast');
+$restored->start;
+# Reached through the registry's connection string from here on.
+is($registry->safe_psql('registry', 'SELECT count(*) FROM uidgen.worker_block'), '0',
+	'the restored registry has no lease');
+
+# m2 asks at once, and both write for 8 s, going on past errors.
+my $m2 = new_member_node('m2', $registry, conf => \@borrow);
+$m2->safe_psql('postgres', 'CREATE TABLE ids (id bigint)');
+my $loop = q{
+	DO $$ DECLARE t0 timestamptz := clock_timestamp();
+	BEGIN
+		WHILE clock_timestamp() < t0 + interval '8 s' LOOP
+			BEGIN
+				INSERT INTO ids SELECT uid_next() FROM generate_series(1, 100);
+			EXCEPTION WHEN OTHERS THEN
+				PERFORM pg_sleep(0.05);
+			END;
+			COMMIT;
+			PERFORM pg_sleep(0.005);
+		END LOOP;
+	END $$};
+my @writers = (start_sql_loop($m1, $loop), start_sql_loop($m2, $loop));
+finish_sql_loops(@writers);
+ok($registry->safe_psql('registry', 'SELECT quarantine_until IS NOT NULL FROM uidgen.registry_state') eq 't',
+	'the restored registry quarantined itself: it may have lost leases');
+ok($m2->poll_query_until('postgres', q{SELECT count(*) > 0 FROM uidgen.registry_status WHERE lease_left_ms > 0}),
+	'm2 is leased a block once the quarantine is over');
+$m2->safe_psql('postgres', 'INSERT INTO ids SELECT uid_next() FROM generate_series(1, 100)');
+isnt($m2->safe_psql('postgres', 'SELECT min(uid_worker_id(id)) FROM ids'), '1',
+	"m2 is not given worker 1: m1 re-asserted block 1, which the restore forgot");
+my $m1_ids = $m1->safe_psql('postgres', 'SELECT id FROM ids');
+my $m2_ids = $m2->safe_psql('postgres', 'SELECT id FROM ids');
+is(duplicate_ids($m1_ids, $m2_ids), 0, 'no ID was issued twice');
+
+done_testing();
