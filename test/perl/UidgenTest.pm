@@ -27,7 +27,7 @@ our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
 	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node
-	clock_offset wait_for_clock_past start_gated_writer doc_sql_blocks);
+	clock_offset wait_for_clock_past start_gated_writer doc_sql_blocks replace_registry_with_backup);
 
 # A started node with uidgen created in database postgres.  Extra lines go
 # to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock;
@@ -513,6 +513,22 @@ sub registry_status
 		push @rows, \%row;
 	}
 	return @rows;
+}
+
+# Replaces the running registry_node by a new node restored from its backup
+# backup_name (taken with allows_streaming), on the same socket and port, so
+# that members and registry_node's own connection string reach the restored
+# one from then on.  Returns the new node.
+sub replace_registry_with_backup
+{
+	my ($registry_node, $backup_name) = @_;
+	my $restored = PostgreSQL::Test::Cluster->new('restored');
+	$restored->init_from_backup($registry_node, $backup_name);
+	$restored->append_conf('postgresql.conf',
+		'port = ' . $registry_node->port . "\nunix_socket_directories = '" . $registry_node->host . "'\n");
+	$registry_node->stop('fast');
+	$restored->start;
+	return $restored;
 }
 
 # Waits until node's registry agent holds a block (it claims one in reserve

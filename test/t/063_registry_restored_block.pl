@@ -57,13 +57,9 @@ cmp_ok($m2->safe_psql('postgres', 'SELECT count(*) FROM ids'), '>', 1000, 'm2 is
 cmp_ok($m2_last_delta, '>', $m1_ceiling, "m2's IDs lie above m1's ceiling, which the backup records");
 $m2->stop('immediate');
 
-# The registry is replaced by the backup (same socket and port).
-my $restored = PostgreSQL::Test::Cluster->new('restored');
-$restored->init_from_backup($registry, 'old');
-$restored->append_conf('postgresql.conf', 'port = ' . $registry->port . "\nunix_socket_directories = '" . $registry->host . "'\n");
-$registry->stop('fast');
-$restored->start;
-# Reached through the registry's connection string from here on.
+# The registry is replaced by the backup, reached through the registry's
+# connection string from here on.
+replace_registry_with_backup($registry, 'old');
 is($registry->safe_psql('registry', 'SELECT ceiling_delta FROM uidgen.worker_block WHERE block = 1'),
 	$m1_ceiling, 'the restored registry knows only of m1');
 

@@ -31,13 +31,9 @@ $m1->safe_psql('postgres', 'CREATE TABLE ids (id bigint)');
 $m1->safe_psql('postgres', 'INSERT INTO ids SELECT uid_next() FROM generate_series(1, 100)');
 is($m1->safe_psql('postgres', 'SELECT min(uid_worker_id(id)) FROM ids'), '1', 'm1 issues under worker 1');
 
-# The registry is replaced by the backup (same socket and port).
-my $restored = PostgreSQL::Test::Cluster->new('restored');
-$restored->init_from_backup($registry, 'empty');
-$restored->append_conf('postgresql.conf', 'port = ' . $registry->port . "\nunix_socket_directories = '" . $registry->host . "'\n");
-$registry->stop('fast');
-$restored->start;
-# Reached through the registry's connection string from here on.
+# The registry is replaced by the backup, reached through the registry's
+# connection string from here on.
+replace_registry_with_backup($registry, 'empty');
 is($registry->safe_psql('registry', 'SELECT count(*) FROM uidgen.worker_block'), '0',
 	'the restored registry has no lease');
 
