@@ -471,17 +471,18 @@ BEGIN
 END
 $$;
 
--- Renews the leases a server life holds (blocks[i] under lease_ids[i]);
--- returns those it still holds.  A lease is renewed only by its ID: one
--- that lapsed, and whose block went to anyone since, this same life
--- included, is not.  While the registry holds claims back, a lease its
+-- Renews the leases a server life holds (blocks[i] under lease_ids[i],
+-- whose ceiling the member has as ceilings[i]); returns those it still
+-- holds.  A lease is renewed only by its ID, and only while its ceiling is
+-- ahead of the registry's clock: one that lapsed is not, whether or not
+-- its block went to anyone since, this same life included.  While the registry holds claims back, a lease its
 -- lost state does not show is re-asserted (floors as the member knows
 -- them).  Records which database each new worker went to, and under which
 -- lease (grant_leases[i]).
 CREATE FUNCTION uidgen.registry_renew(life uuid, system_identifier text, timeline int, host text, port int,
                                       databases text[], blocks bigint[], floors bigint[],
                                       grant_workers bigint[], grant_databases text[],
-                                      lease_ids uuid[], grant_leases uuid[])
+                                      lease_ids uuid[], grant_leases uuid[], ceilings bigint[])
 RETURNS TABLE (block bigint, lease_ms bigint, lease_id uuid, ceiling_delta bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -503,6 +504,12 @@ BEGIN
 		b := blocks[i];
 		g := lease_ids[i];
 		CONTINUE WHEN g IS NULL;
+		-- A lease whose ceiling (as its holder has it) the registry's clock
+		-- has passed, by more than the clock bound, lapsed: its block may
+		-- have gone to another lease since, which a restore may have
+		-- forgotten, so the lease row's ID alone cannot tell (docs/design.md
+		-- 8.5).  A live lease's ceiling is most of a lease ahead.
+		CONTINUE WHEN ceilings[i] IS NULL OR ceilings[i] <= uidgen.registry_delta(now() + cfg.max_clock_skew);
 		-- Renewing raises the ceiling (recorded ceilings only rise).
 		c := uidgen.registry_delta(now() + lease_length + cfg.max_borrow);
 		UPDATE uidgen.worker_block w
@@ -567,7 +574,7 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_lease_length(uuid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
-                                                 bigint[], text[], uuid[], uuid[]) FROM PUBLIC;
+                                                 bigint[], text[], uuid[], uuid[], bigint[]) FROM PUBLIC;
 
 -- ---- the registry's owner ---------------------------------------------------
 

@@ -727,23 +727,33 @@ identity_of(LeaseTable *state)
 bool
 renew(LeaseTable *state)
 {
-	StringInfoData blocks, floors, lease_ids, workers, databases, grant_leases;
+	StringInfoData blocks, floors, ceilings, lease_ids, workers, databases, grant_leases;
 	char text[lease_id_text_size];
 	LeasedBlock *held = static_cast<LeasedBlock *>(palloc(sizeof(LeasedBlock) * max_leased_blocks));
 	Grant *grants = static_cast<Grant *>(palloc(sizeof(Grant) * max_grants));
 	int nheld;
 	int ngrants;
 
-	/* Copied out first: nothing may allocate under the table's lock. */
+	/*
+	 * Copied out first: nothing may allocate under the table's lock.  Only
+	 * leases still running: one that lapsed here stays lapsed, even if the
+	 * registry (a restored one) would still renew it.
+	 */
+	int64_t now_mono = monotonic_ms();
 	LWLockAcquire(&state->lock, LW_SHARED);
-	nheld = state->nblocks;
-	memcpy(held, state->blocks, sizeof(LeasedBlock) * nheld);
+	nheld = 0;
+	for (int i = 0; i < state->nblocks; i++)
+	{
+		if (state->blocks[i].deadline_mono_ms > now_mono)
+			held[nheld++] = state->blocks[i];
+	}
 	ngrants = state->ngrants;
 	memcpy(grants, state->grants, sizeof(Grant) * ngrants);
 	LWLockRelease(&state->lock);
 
 	initStringInfo(&blocks);
 	initStringInfo(&floors);
+	initStringInfo(&ceilings);
 	initStringInfo(&lease_ids);
 	initStringInfo(&workers);
 	initStringInfo(&databases);
@@ -753,6 +763,7 @@ renew(LeaseTable *state)
 		lease_id_text(held[i].lease_id, text);
 		appendStringInfo(&blocks, "%s%lld", i > 0 ? "," : "", static_cast<long long>(held[i].block));
 		appendStringInfo(&floors, "%s%lld", i > 0 ? "," : "", static_cast<long long>(held[i].floor_delta));
+		appendStringInfo(&ceilings, "%s%lld", i > 0 ? "," : "", static_cast<long long>(held[i].ceiling_delta));
 		appendStringInfo(&lease_ids, "%s%s", i > 0 ? "," : "", text);
 	}
 	int nreported = 0;
@@ -776,15 +787,16 @@ renew(LeaseTable *state)
 	char *databases_text = psprintf("{%s}", databases.data);
 	char *lease_ids_text = psprintf("{%s}", lease_ids.data);
 	char *grant_leases_text = psprintf("{%s}", grant_leases.data);
+	char *ceilings_text = psprintf("{%s}", ceilings.data);
 	Identity id = identity_of(state);
 	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases,
 							blocks_text, floors_text, workers_text, databases_text, lease_ids_text,
-							grant_leases_text};
+							grant_leases_text, ceilings_text};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("renewing the leases",
 					   "SELECT block, lease_ms, lease_id, ceiling_delta FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, "
-					   "$8, $9, $10, $11, $12)",
-					   12, params);
+					   "$8, $9, $10, $11, $12, $13)",
+					   13, params);
 
 	if (r == nullptr)
 		return false;

@@ -65,7 +65,8 @@ reg() { psql -X -qAt -v ON_ERROR_STOP=1 -d registry "$@"; }
 # Blocks of 1 worker: a life a block, as many lives as workers allow.
 reg -c "CREATE EXTENSION uidgen; SELECT uid_registry_start_fleet();
 	SELECT uid_registry_configure(block_size => 1)" >/dev/null
-reg -c "CREATE TABLE bench_life (n int PRIMARY KEY, life uuid, block bigint, lease_id uuid, floor_delta bigint);
+reg -c "CREATE TABLE bench_life (n int PRIMARY KEY, life uuid, block bigint, lease_id uuid, floor_delta bigint,
+	                         ceiling_delta bigint);
 	CREATE TABLE bench_call (phase text, round int, ms float8)"
 
 # phase NAME SQL: runs SQL (a DO block that times each call into
@@ -90,13 +91,14 @@ cpu_claim=$(phase claim "DO \$\$ DECLARE t timestamptz; c record; l uuid; BEGIN
 		t := clock_timestamp();
 		SELECT * INTO STRICT c FROM uidgen.registry_claim(l, 'bench-' || i, 1, 'host-' || i, 5432, '{app}');
 		INSERT INTO bench_call VALUES ('claim', 1, extract(epoch FROM clock_timestamp() - t) * 1000);
-		INSERT INTO bench_life VALUES (i, l, c.block, c.lease_id, c.floor_delta);
+		INSERT INTO bench_life VALUES (i, l, c.block, c.lease_id, c.floor_delta, c.ceiling_delta);
 	END LOOP; END \$\$")
 cpu_renew=$(phase renew "DO \$\$ DECLARE t timestamptz; b record; BEGIN
 	FOR r IN 1 .. $rounds LOOP FOR b IN SELECT * FROM bench_life ORDER BY n LOOP
 		t := clock_timestamp();
 		PERFORM * FROM uidgen.registry_renew(b.life, 'bench-' || b.n, 1, 'host-' || b.n, 5432, '{app}',
-			ARRAY[b.block], ARRAY[b.floor_delta], ARRAY[b.block], '{app}', ARRAY[b.lease_id], ARRAY[b.lease_id]);
+			ARRAY[b.block], ARRAY[b.floor_delta], ARRAY[b.block], '{app}', ARRAY[b.lease_id], ARRAY[b.lease_id],
+			ARRAY[b.ceiling_delta]);
 		INSERT INTO bench_call VALUES ('renew', r, extract(epoch FROM clock_timestamp() - t) * 1000);
 	END LOOP; END LOOP; END \$\$")
 

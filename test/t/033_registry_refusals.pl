@@ -92,11 +92,12 @@ my $member_block = (split /,/, held_blocks($member))[0];
 $registry->safe_psql('registry', q{
 	CREATE ROLE intruder LOGIN;
 	GRANT EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]),
-		uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], bigint[], text[], uuid[], uuid[])
+		uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], bigint[], text[], uuid[], uuid[],
+		                      bigint[])
 	TO intruder});
 my %intruder_calls = (
 	renew => "SELECT * FROM uidgen.registry_renew('$life', '1', 1, 'intruder', 1, '{}', ARRAY[$member_block]::bigint[],"
-	  . " ARRAY[-1]::bigint[], '{}', '{}', ARRAY[NULL]::uuid[], '{}')",
+	  . " ARRAY[-1]::bigint[], '{}', '{}', ARRAY[NULL]::uuid[], '{}', ARRAY[NULL]::bigint[])",
 	claim => "SELECT * FROM uidgen.registry_claim('$life', '1', 1, 'intruder', 1, '{}')");
 for my $call (sort keys %intruder_calls)
 {

@@ -62,6 +62,17 @@ ok($m2->poll_query_until('postgres', q{SELECT count(*) > 0 FROM uidgen.registry_
 $m2->safe_psql('postgres', 'INSERT INTO ids SELECT uid_next() FROM generate_series(1, 100)');
 isnt($m2->safe_psql('postgres', 'SELECT min(uid_worker_id(id)) FROM ids'), '1',
 	"m2 is not given worker 1: m1 re-asserted block 1, which the restore forgot");
+# A lease whose ceiling, as its holder has it, the registry's clock has
+# passed lapsed, and is not renewed even though the registry's row still
+# names it: a restore may have forgotten the newer lease of its block (a
+# holder that missed its lapse, suspended, would otherwise get it back).
+my ($life, $block, $lease, $ceiling) = split /\|/, $registry->safe_psql('registry', q{
+	SELECT life, block, lease_id, ceiling_delta FROM uidgen.worker_block WHERE block = 1});
+my $renew = "SELECT (SELECT count(*) FROM uidgen.registry_renew(l.life, l.system_identifier, l.timeline, l.host, l.port, '{}', "
+  . "'{$block}', '{-1}', '{}', '{}', '{$lease}', '{}', ARRAY[%s]::bigint[])) FROM uidgen.server_life l WHERE l.life = '$life'";
+is($registry->safe_psql('registry', sprintf($renew, 'uidgen.registry_delta(now()) - 1')), '0',
+	'a renewal whose ceiling is behind the registry\'s clock is refused');
+is($registry->safe_psql('registry', sprintf($renew, $ceiling)), '1', 'one whose ceiling is ahead is renewed');
 my $m1_ids = $m1->safe_psql('postgres', 'SELECT id FROM ids');
 my $m2_ids = $m2->safe_psql('postgres', 'SELECT id FROM ids');
 is(duplicate_ids($m1_ids, $m2_ids), 0, 'no ID was issued twice');
