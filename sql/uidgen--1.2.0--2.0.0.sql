@@ -625,11 +625,23 @@ COMMENT ON FUNCTION @extschema@.uid_registry_release(uuid)
 -- Setting up a registry for a new fleet: says that no earlier fleet used
 -- this registry's name, so that it leases at once rather than after
 -- registry_holder_bound().  Never for a registry created again while
--- members of the old one may still issue.
+-- members of the old one may still issue.  While it has leased nothing, it
+-- also lifts the quarantine of a restart since CREATE EXTENSION (the
+-- server restarted to preload uidgen), which the registry cannot tell from
+-- a restore: the same owner's word that there is no earlier fleet.
 CREATE FUNCTION @extschema@.uid_registry_start_fleet() RETURNS uuid
-LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	id uuid;
+BEGIN
+	IF NOT EXISTS (SELECT FROM uidgen.worker_block_lease) THEN
+		PERFORM uidgen.registry_check_state();
+		UPDATE uidgen.registry_state SET quarantine_until = NULL;
+	END IF;
 	UPDATE uidgen.registry_identity SET fleet_started_at = coalesce(fleet_started_at, now())
-	RETURNING registry_id
+	RETURNING registry_id INTO id;
+	RETURN id;
+END
 $$;
 COMMENT ON FUNCTION @extschema@.uid_registry_start_fleet()
 	IS 'Lets a new registry lease at once: no earlier fleet used its name; returns its identity';

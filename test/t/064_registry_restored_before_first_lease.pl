@@ -22,6 +22,16 @@ my $registry = new_registry_node('registry', member => 0, lease_ttl => '10s', ma
 	init => { allows_streaming => 1 }, conf => \@borrow);
 $registry->safe_psql('registry', 'SELECT uid_configure(worker_bits => 2, seq_bits => 9)');
 $registry->safe_psql('registry', 'SELECT uid_registry_configure(block_size => 1)');
+
+# A restart before the first lease (to preload uidgen, say) quarantines the
+# registry, which cannot tell it from a restore; the owner's
+# uid_registry_start_fleet() lifts that while nothing was leased.
+$registry->restart;
+is($registry->safe_psql('registry', 'SELECT quarantined FROM uidgen.registry_check_state()'), 't',
+	'a registry restarted before its first lease holds leases back');
+$registry->safe_psql('registry', 'SELECT uid_registry_start_fleet()');
+is($registry->safe_psql('registry', 'SELECT quarantined FROM uidgen.registry_check_state()'), 'f',
+	'uid_registry_start_fleet() lifts that while nothing was leased');
 $registry->backup('empty');
 note('the backup has no lease');
 
