@@ -55,6 +55,12 @@ plan skip_all => 'Citus is not installed in this server (make test-all PG_SOURCE
   unless -e $coordinator->config_data('--sharedir') . '/extension/citus.control';
 
 my $registry = new_registry_node('registry');
+# The test framework copies one initdb for every node, so the coordinator
+# and both workers share a system identifier, and so the limit of blocks
+# the lives of one system hold (uid_registry_configure(max_system_blocks),
+# meant for a crash loop): three servers of short-lived scope-backend
+# sessions on a loaded machine may reach the default 16.
+$registry->safe_psql('registry', 'SELECT uid_registry_configure(max_system_blocks => 64)');
 
 # Citus must come first in shared_preload_libraries; registry_conf's line
 # names uidgen alone.
