@@ -170,8 +170,16 @@ raise_reservation(SharedGenerator *g, const Layout &layout)
 
 	if (joined_since_claim())
 		return;
+	/*
+	 * Capped by the leases before the durable mark is raised, as
+	 * LeasedReservation does: what a backend asked for while its clock ran
+	 * ahead (wanted_until) would otherwise lift the database's reservation,
+	 * and every join floor read from it, far past what the leases let it
+	 * issue, and the next workers would wait for that (nemesis seed 91).
+	 */
+	int64_t wanted = within_leases(g, layout, std::min(needed, layout.max_delta()));
 	DatabaseReservation reservation(layout);
-	int64_t covered = within_leases(g, layout, reservation.extend(std::min(needed, layout.max_delta())));
+	int64_t covered = within_leases(g, layout, reservation.extend(wanted));
 
 	/* Looked at again after the read, as LeasedReservation does. */
 	if (covered <= g->reserved_until.load() || joined_since_claim())

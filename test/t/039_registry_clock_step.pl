@@ -83,6 +83,16 @@ sub clock_step
 	}
 	$s1->quit;
 
+	# The database's time reservation (its durable mark) is capped by the
+	# lease too: a keeper that raised it to what a backend with the stepped
+	# clock asked for lifted it 12 s + 5 s ahead of the ceiling, and every
+	# join floor read from it since, so the next workers waited for it (the
+	# nemesis, seed 91, with a step of 600 s).  At most the ceiling (3 s
+	# ahead) plus the reservation's window of 10 s; the unit is 1 ms.
+	my $mark_ahead_ms = $m1->safe_psql('postgres',
+		q{SELECT last_value - (uid_min(clock_timestamp()) >> 10) FROM uidgen.reserved_until});
+	cmp_ok($mark_ahead_ms, '<=', 15_000, "m1's time reservation is not lifted past its lease's ceiling ($mark_ahead_ms ms ahead)");
+
 	# m2 gets the block once m1's lease has lapsed, and writes for 16 s: past
 	# the time m1's clock read when it issued its last ID.
 	poll_for($m2, 60, q{SELECT count(*) > 0 FROM uidgen.registry_status WHERE block = 1 AND lease_left_ms > 0})
