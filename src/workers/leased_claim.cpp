@@ -95,14 +95,15 @@ id_array(const int64_t *ids, int count)
  * what their last holder noted at its exit too: a holder whose claim never
  * committed, and whose release could not be written (its row was locked or
  * being inserted at its exit, claim.cpp), left the row as it was before.
- * And above the floor of the lease it is reused under, and the join floor,
- * as a worker taken fresh from the lease is: the row's last unit may be
- * from an earlier lease of the same block, below another server's IDs
- * under the same worker since.
+ * And above the floor of the lease it is reused under, as a worker taken
+ * fresh from the lease is: the row's last unit may be from an earlier lease
+ * of the same block, below another server's IDs under the same worker
+ * since.  (Not the join floor: the join released every worker of the time
+ * before at or above it, so the row is.)
  */
 bool
 reuse_granted_worker(const Layout &layout, const char *identity, Oid worker_table, int64_t now_delta,
-					 int64_t joined, Claim *claim, LeaseId *lease)
+					 Claim *claim, LeaseId *lease)
 {
 	int count;
 	int64_t *granted = granted_workers(MyDatabaseId, &count);
@@ -115,7 +116,7 @@ reuse_granted_worker(const Layout &layout, const char *identity, Oid worker_tabl
 	 * issues nothing (lease_cap_delta), and the next command claims again.
 	 */
 	*lease = live_lease(claim->worker, MyDatabaseId).value_or(LeaseId{});
-	claim->floor_delta = std::max({claim->floor_delta, grant_issued_until(claim->worker), joined,
+	claim->floor_delta = std::max({claim->floor_delta, grant_issued_until(claim->worker),
 								   lease_floor_delta(*lease).value_or(Generator::no_floor)});
 	return true;
 }
@@ -268,10 +269,10 @@ claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_t
 
 	if (reuse)
 	{
-		if (reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, joined, &claim, lease))
+		if (reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
 			return claim;
 		if (release_dead_workers(worker_table, claimant.identity, now_delta + borrow_units) > 0 &&
-			reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, joined, &claim, lease))
+			reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
 			return claim;
 	}
 
