@@ -177,9 +177,9 @@ raise_reservation(SharedGenerator *g, const Layout &layout)
 	 * and every join floor read from it, far past what the leases let it
 	 * issue, and the next workers would wait for that (nemesis seed 91).
 	 */
-	int64_t wanted = within_leases(g, layout, std::min(needed, layout.max_delta()));
+	int64_t cap = within_leases(g, layout, layout.max_delta());
 	DatabaseReservation reservation(layout);
-	int64_t covered = within_leases(g, layout, reservation.extend(wanted));
+	int64_t covered = std::min(reservation.extend(std::min(needed, cap)), cap);
 
 	/* Looked at again after the read, as LeasedReservation does. */
 	if (covered <= g->reserved_until.load() || joined_since_claim())
