@@ -6,9 +6,11 @@
  * worker for life.  What can happen to the claim afterwards is followed
  * here, through PostgreSQL's transaction callbacks:
  *
- *	- the claim row is written in the transaction that issues the first ID,
- *	  and again in every later transaction that issues one, until one of
- *	  them commits; a rolled-back subtransaction that wrote it undoes it;
+ *	- the claim row of a reused worker is committed apart from the backend's
+ *	  transactions before its first ID (claim_committer.hpp); a fresh
+ *	  worker's is written in the transaction that issues the first ID, and
+ *	  again in every later transaction that issues one, until one of them
+ *	  commits; a rolled-back subtransaction that wrote it undoes it;
  *	- PREPARE TRANSACTION is refused while the claim is written but not yet
  *	  committed, because the prepared transaction would keep the claim row
  *	  locked and undecided while the backend goes on issuing IDs, and its
@@ -35,6 +37,7 @@
 #include "registry/leased_reservation.hpp"
 #include "server/server_generator.hpp"
 #include "workers/claim.hpp"
+#include "workers/claim_committer.hpp"
 #include "workers/leased_claim.hpp"
 #include "workers/worker_lock.hpp"
 #include "workers/worker_table.hpp"
@@ -81,6 +84,13 @@ public:
 	{
 		stage_ = Stage::Pending;
 		pending_in_ = subid;
+	}
+
+	/* Committed apart from the backend's transactions (claim_committer.hpp). */
+	void committed_apart()
+	{
+		stage_ = Stage::Durable;
+		pending_in_ = InvalidSubTransactionId;
 	}
 
 	/* Both locks were free for a moment: the row must be written again. */
@@ -203,10 +213,13 @@ retire_issuing_worker()
 void
 register_worker()
 {
-	Registration r = claim_new_worker();
+	Registration r = claim_new_worker(ClaimCommit::Apart);
 
 	state.issuing.emplace(r.layout, r.claim.worker, r.claim.floor_delta, r.leased, r.lease, r.joins_seen);
-	state.issuing->claim.written_in(GetCurrentSubTransactionId());
+	if (r.committed)
+		state.issuing->claim.committed_apart();
+	else
+		state.issuing->claim.written_in(GetCurrentSubTransactionId());
 
 	if (!state.exit_callbacks_registered)
 	{
@@ -226,10 +239,13 @@ forget_worker_table()
 
 /*
  * Both locks were free for a moment, so another backend may have found the
- * worker leaked, released it and even issued under it: write the claim
- * again, and go on above anything issued since.  The row's last_time is not
- * enough (a holder that died under a claim it never committed left no trace
- * in it), but the time reservation covers whatever anyone issued.
+ * worker leaked, released it and even issued under it: commit the claim
+ * again, apart from this transaction as at registration (the row may read
+ * released now, and a claim written only here would leave it so if this
+ * backend died), and go on above anything issued since.  The row's
+ * last_time is not enough (a holder that died under a claim it never
+ * committed left no trace in it), but the time reservation covers whatever
+ * anyone issued.  Without a claim committer the worker is retired.
  */
 void
 resume_after_lost_locks()
@@ -241,6 +257,11 @@ resume_after_lost_locks()
 						reserved_until().value_or(Generator::no_floor));
 	});
 
+	if (!with_spi(Rights::Owner, [worker] { return commit_claim_apart(worker); }))
+	{
+		retire_issuing_worker();
+		return;
+	}
 	if (floor > issuing.generator.last_delta())
 	{
 		/* Copies: emplace() destroys the worker these come from before it builds the new one. */
@@ -252,10 +273,8 @@ resume_after_lost_locks()
 		state.issuing.emplace(layout, worker, floor, leased, lease, joins_seen);
 	}
 	else
-	{
 		issuing.locks_lost = false;
-		issuing.claim.forget();
-	}
+	state.issuing->claim.committed_apart();
 }
 
 /* Takes back lost session locks; runs at every top-level transaction end. */

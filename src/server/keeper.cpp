@@ -7,6 +7,7 @@
 #include "core/shared_cursor.hpp"
 #include "layout/catalog.hpp"
 #include "layout/reservation.hpp"
+#include "pg/database_worker.hpp"
 #include "pg/guard.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
@@ -206,7 +207,7 @@ claim_private_worker(SharedGenerator *g)
 	if (!wanted)
 		return;
 
-	Registration r = claim_new_worker();
+	Registration r = claim_new_worker(ClaimCommit::ByCaller);
 
 	pg_call([g, &r] {
 		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
@@ -279,7 +280,7 @@ run_keeper(SharedGenerator *g)
 						 errhint("Run ALTER EXTENSION uidgen UPDATE in database \"%s\".",
 								 get_database_name(MyDatabaseId))));
 			});
-		registration.emplace(claim_new_worker());
+		registration.emplace(claim_new_worker(ClaimCommit::ByCaller));
 		/* Cover the first units before anything is issued in them. */
 		DatabaseReservation reservation(registration->layout);
 		int64_t now = registration->layout.delta_at(backend_clock().now_ms());
@@ -422,14 +423,8 @@ launch_keeper(SharedState *state, SharedGenerator *generator)
 	BackgroundWorkerHandle *handle;
 	Oid database = generator->database;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	strlcpy(worker.bgw_library_name, "uidgen", sizeof(worker.bgw_library_name));
-	strlcpy(worker.bgw_function_name, "uidgen_keeper_main", sizeof(worker.bgw_function_name));
+	describe_database_worker(&worker, "uidgen_keeper_main", "uidgen keeper");
 	snprintf(worker.bgw_name, sizeof(worker.bgw_name), "uidgen keeper for database %u", database);
-	strlcpy(worker.bgw_type, "uidgen keeper", sizeof(worker.bgw_type));
 	worker.bgw_main_arg = Int32GetDatum(generator_index(state, generator));
 	memcpy(worker.bgw_extra, &database, sizeof(database));
 	worker.bgw_notify_pid = 0;

@@ -12,11 +12,14 @@
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "registry/lease_table.hpp"
+#include "workers/claim_committer.hpp"
 #include "workers/leased_claim.hpp"
 #include "workers/worker_lock.hpp"
 
 extern "C" {
 #include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
 #include "access/xlog.h"
 #include "commands/extension.h"
 #include "storage/lmgr.h"
@@ -61,14 +64,49 @@ release_held_workers(Oid worker_table)
 	}
 }
 
+/*
+ * A worker whose claim could not be committed apart (no background worker
+ * slot was free, or the committer failed): a reused one is given back for a
+ * fresh one of the database's sequence, whose claim may wait for the
+ * caller's transaction, as that id is never handed out again with or
+ * without a row.  A copy has no such ids: it stops.  Logged once a backend.
+ */
+Claim
+claim_without_committer(const Layout &layout, const Claimant &claimant, Oid relid, const Claim &claim,
+						int64_t now_delta)
+{
+	static bool logged = false;
+
+	if (claimant.is_copy)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("could not start a background worker to commit the claim of uidgen worker %lld",
+						static_cast<long long>(claim.worker)),
+				 errdetail("Database \"%s\" is a copy of another database; its workers are issued under only once "
+						   "their claim committed in a transaction of its own.",
+						   get_database_name(MyDatabaseId)),
+				 errhint("Raise max_worker_processes, or run the command again.")));
+	if (!logged)
+	{
+		logged = true;
+		ereport(LOG,
+				(errmsg("could not start a background worker to commit the claim of uidgen worker %lld",
+						static_cast<long long>(claim.worker)),
+				 errdetail("This backend takes fresh worker ids instead of reusing released ones."),
+				 errhint("Raise max_worker_processes.")));
+	}
+	unlock_worker(relid, claim.worker);
+	return claim_worker(layout, claimant, relid, now_delta, borrow_units(layout), false);
+}
+
 } // namespace
 
 Registration
-claim_new_worker()
+claim_new_worker(ClaimCommit commit)
 {
 	/* Before anything else: a database's join after this stops a worker claimed without a registry. */
 	uint64_t joins = joins_so_far();
-	Registration r = with_spi(Rights::Owner, [joins] {
+	Registration r = with_spi(Rights::Owner, [joins, commit] {
 		Oid relid = worker_table_relid();
 		bool leased = registry_configured();
 
@@ -101,8 +139,20 @@ claim_new_worker()
 		Claim claim = leased ? claim_leased_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse,
 												   &lease)
 							 : claim_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse);
-		write_claim(claim.worker, claimant.identity);
-		return Registration{relid, layout, claim, leased, joins, lease};
+		/*
+		 * A backend issues under a worker whose row alone says it is free only
+		 * once its claim committed (claim_committer.hpp).
+		 */
+		bool committed = false;
+		if (commit == ClaimCommit::Apart && claim.row_decides && !leased)
+		{
+			committed = commit_claim_apart(claim.worker);
+			if (!committed)
+				claim = claim_without_committer(layout, claimant, relid, claim, now_delta);
+		}
+		if (!committed)
+			write_claim(claim.worker, claimant.identity);
+		return Registration{relid, layout, claim, leased, joins, lease, committed};
 	});
 
 	start_issuing(r.relid, r.claim.worker);

@@ -18,7 +18,23 @@ extern "C" {
 
 namespace uidgen::pg {
 
-/* A worker claimed, with its session locks held and its claim written in the current transaction. */
+/*
+ * Whose transaction commits a claim: the caller's, when its transactions
+ * are its own and commit before it issues (a keeper), or one apart from it
+ * when a later claimant decides from the row alone (Claim::row_decides) and
+ * the caller is a backend, whose transaction is its user's
+ * (claim_committer.hpp).
+ */
+enum class ClaimCommit
+{
+	ByCaller,
+	Apart,
+};
+
+/*
+ * A worker claimed, with its session locks held and its claim written in
+ * the current transaction, or committed already.
+ */
 struct Registration
 {
 	Oid relid;		/* uidgen.worker_node */
@@ -27,11 +43,20 @@ struct Registration
 	bool leased;	/* from a block of the registry's (uidgen.registry) */
 	uint64_t joins_seen;	/* joins_so_far() before the claim (lease_table.hpp) */
 	LeaseId lease;	/* leased: the lease it came from, which caps it (lease_cap_delta) */
+	bool committed;	/* the claim committed apart (ClaimCommit::Apart) */
 };
 static_assert(std::is_trivially_destructible_v<Registration>);
 
-/* Claims a worker as a registering backend does; inside a transaction. */
-Registration claim_new_worker();
+/*
+ * Claims a worker as a registering backend does; inside a transaction.
+ * With ClaimCommit::Apart, a worker of the worker table whose row alone
+ * decides (a released one reused, a copy's fresh one) has its claim
+ * committed apart from the caller's transaction; where that cannot be done,
+ * a fresh id of the database's sequence is taken instead (a copy errors).
+ * (Workers reused from a registry's grants start above what their holders
+ * noted in shared memory at exit: grant_issued_until(), lease_table.hpp.)
+ */
+Registration claim_new_worker(ClaimCommit commit);
 
 /*
  * At exit: releases every worker this process holds, each at the last unit

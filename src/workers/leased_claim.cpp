@@ -291,7 +291,7 @@ claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_t
 			continue;
 		int64_t floor = std::max({taken.floor_delta, joined, worker_last_time(taken.worker).value_or(-1)});
 		*lease = taken.lease_id;
-		return Claim{taken.worker, floor};
+		return Claim{taken.worker, floor, false};
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -136,8 +136,7 @@ claim_released_worker(const Layout &layout, const char *identity, Oid worker_tab
 		std::optional<int64_t> last_time = reusable_last_time(ids[i], now_delta);
 		if (last_time)
 		{
-			claim->worker = ids[i];
-			claim->floor_delta = *last_time;
+			*claim = Claim{ids[i], *last_time, true};
 			return true;
 		}
 		unlock_worker(worker_table, ids[i]);
@@ -194,7 +193,7 @@ claim_copy_worker(const Layout &layout, const Claimant &claimant, Oid worker_tab
 	for (; candidate > inherited; candidate--)
 	{
 		if (!worker_row_exists(candidate) && try_lock_worker(worker_table, candidate))
-			return Claim{candidate, Generator::no_floor};
+			return Claim{candidate, Generator::no_floor, true};
 	}
 	report_no_worker_left(layout, claimant.identity);
 }
@@ -242,7 +241,7 @@ claim_worker(const Layout &layout, const Claimant &claimant, Oid worker_table, i
 		if (fresh > worker_limit(layout))
 			report_no_worker_left(layout, claimant.identity);
 		if (fresh >= 1 && !worker_row_exists(fresh) && try_lock_worker(worker_table, fresh))
-			return Claim{fresh, Generator::no_floor};
+			return Claim{fresh, Generator::no_floor, false};
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -254,26 +253,27 @@ claim_worker(const Layout &layout, const Claimant &claimant, Oid worker_table, i
 namespace {
 
 /*
- * Writes worker's row as held or released by this backend: an upsert,
- * because a claim that never committed left no row, though IDs may have
- * been issued under it.  last_time only grows; NULL leaves it as it is.
+ * Writes worker's row as held or released by holder: an upsert, because a
+ * claim that never committed left no row, though IDs may have been issued
+ * under it.  last_time only grows; NULL leaves it as it is.
  */
 void
-upsert_row(int64_t worker, const char *identity, const char *status, std::optional<int64_t> last_delta)
+upsert_row(int64_t worker, const char *identity, const char *status, std::optional<int64_t> last_delta,
+		   const ClaimHolder &holder)
 {
-	const char *application = application_name ? application_name : "";
-	Oid types[10] = {INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID,
-					 TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID};
-	Datum values[10] = {Int64GetDatum(worker),
+	Oid types[11] = {INT8OID, TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID,
+					 TEXTOID, TEXTOID, TEXTOID, INT8OID, INT4OID};
+	Datum values[11] = {Int64GetDatum(worker),
 						CStringGetTextDatum(server_host_name()),
 						CStringGetTextDatum(psprintf("%d", PostPortNumber)),
 						Int32GetDatum(server_worker_type()),
-						TimestampTzGetDatum(MyStartTimestamp),
-						CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false)),
-						CStringGetTextDatum(application),
+						TimestampTzGetDatum(holder.backend_start),
+						CStringGetTextDatum(GetUserNameFromId(holder.role, false)),
+						CStringGetTextDatum(holder.application_name),
 						CStringGetTextDatum(identity),
 						CStringGetTextDatum(status),
-						Int64GetDatum(last_delta.value_or(0))};
+						Int64GetDatum(last_delta.value_or(0)),
+						Int32GetDatum(holder.pid)};
 	char nulls[lengthof(values)];
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -286,7 +286,7 @@ upsert_row(int64_t worker, const char *identity, const char *status, std::option
 	 */
 	spi_run_nulls("INSERT INTO uidgen.worker_node AS w (id, host_name, port, type, launch_date, modified, created, "
 				  "    pid, backend_start, role, application_name, origin, status, last_time, released_at) "
-				  "VALUES ($1, $2, $3, $4, current_date, now(), now(), pg_backend_pid(), $5, $6, $7, $8, $9, $10, "
+				  "VALUES ($1, $2, $3, $4, current_date, now(), now(), $11, $5, $6, $7, $8, $9, $10, "
 				  "    CASE WHEN $9 = 'released' THEN now() END) "
 				  "ON CONFLICT (id) DO UPDATE SET host_name = excluded.host_name, port = excluded.port, "
 				  "    type = excluded.type, launch_date = excluded.launch_date, modified = excluded.modified, "
@@ -299,16 +299,33 @@ upsert_row(int64_t worker, const char *identity, const char *status, std::option
 
 } // namespace
 
-void
-write_claim(int64_t worker, const char *identity)
+ClaimHolder
+this_backend()
 {
-	upsert_row(worker, identity, "active", std::nullopt);
+	return ClaimHolder{MyProcPid, MyStartTimestamp, GetSessionUserId(), application_name ? application_name : ""};
+}
+
+void
+write_claim(int64_t worker, const char *identity, const ClaimHolder &holder)
+{
+	upsert_row(worker, identity, "active", std::nullopt, holder);
+}
+
+bool
+claim_is_committed(int64_t worker)
+{
+	Oid types[3] = {INT8OID, INT4OID, TIMESTAMPTZOID};
+	Datum values[3] = {Int64GetDatum(worker), Int32GetDatum(MyProcPid), TimestampTzGetDatum(MyStartTimestamp)};
+
+	return spi_run("SELECT 1 FROM uidgen.worker_node WHERE id = $1 AND status = 'active' AND pid = $2 "
+				   "AND backend_start = $3",
+				   3, types, values, Visibility::Latest, SPI_OK_SELECT) == 1;
 }
 
 void
 write_release(int64_t worker, const char *identity, int64_t last_delta)
 {
-	upsert_row(worker, identity, "released", last_delta);
+	upsert_row(worker, identity, "released", last_delta, this_backend());
 }
 
 void

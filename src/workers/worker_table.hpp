@@ -11,6 +11,8 @@
 
 extern "C" {
 #include "postgres.h"
+
+#include "datatype/timestamp.h"
 }
 
 #include <cstdint>
@@ -23,6 +25,14 @@ struct Claim
 {
 	int64_t worker;
 	int64_t floor_delta;	/* the generator starts after it */
+	/*
+	 * Whether a later claimant decides from the worker's row alone that it is
+	 * free: a released worker reused, or a copy's fresh id (a copy has no
+	 * sequence of its own).  Such a claim must commit before anything is
+	 * issued under it (claim_committer.hpp).  Not a fresh id of the
+	 * database's sequence, which never hands it out again.
+	 */
+	bool row_decides;
 };
 static_assert(std::is_trivially_destructible_v<Claim>);
 
@@ -70,11 +80,29 @@ bool claim_released_worker(const Layout &layout, const char *identity, Oid worke
 						   const char *only, Claim *claim);
 
 /*
- * Marks worker active and held by this backend (an upsert: a fresh row may
- * have rolled back).  Written as of now rather than of the transaction's
+ * The backend a claim row names as its holder: this one, or the one a claim
+ * committer writes the row for (claim_committer.hpp).
+ */
+struct ClaimHolder
+{
+	int32 pid;
+	TimestampTz backend_start;
+	Oid role;				/* its session user */
+	const char *application_name;
+};
+static_assert(std::is_trivially_destructible_v<ClaimHolder>);
+
+ClaimHolder this_backend();
+
+/*
+ * Marks worker active and held by holder (an upsert: a fresh row may have
+ * rolled back).  Written as of now rather than of the transaction's
  * snapshot; the session locks keep other writers away.
  */
-void write_claim(int64_t worker, const char *identity);
+void write_claim(int64_t worker, const char *identity, const ClaimHolder &holder = this_backend());
+
+/* Whether worker's row, as committed by now, reads active and held by this backend. */
+bool claim_is_committed(int64_t worker);
 
 /*
  * Marks worker released by this backend, with last_time at least

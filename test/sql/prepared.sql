@@ -1,7 +1,10 @@
 -- A transaction that wrote a not yet committed claim cannot be prepared:
 -- the prepared transaction would hold the claim row undecided while the
--- session goes on issuing IDs.
+-- session goes on issuing IDs.  That is a fresh worker's claim: a reused
+-- worker's is committed apart before the first ID (065_reused_claim_committed
+-- prepares one).
 SET client_min_messages = warning;
+SET uidgen.worker_reuse = off;
 \set VERBOSITY terse
 BEGIN;
 SELECT uid_next() > 0 AS issued;

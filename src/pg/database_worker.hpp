@@ -1,0 +1,34 @@
+/*
+ * database_worker.hpp
+ *	  The one way uidgen describes a dynamic background worker that connects
+ *	  to a database: a keeper, a claim committer.
+ */
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+
+#include "postmaster/bgworker.h"
+}
+
+#include <cstring>
+
+namespace uidgen::pg {
+
+/*
+ * Fills bgw for a worker of this library's function, of type type, never
+ * restarted; the caller adds its name, arguments and notify pid.
+ */
+inline void
+describe_database_worker(BackgroundWorker *bgw, const char *function, const char *type)
+{
+	memset(bgw, 0, sizeof(*bgw));
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw->bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(bgw->bgw_library_name, "uidgen", sizeof(bgw->bgw_library_name));
+	strlcpy(bgw->bgw_function_name, function, sizeof(bgw->bgw_function_name));
+	strlcpy(bgw->bgw_type, type, sizeof(bgw->bgw_type));
+}
+
+} // namespace uidgen::pg
