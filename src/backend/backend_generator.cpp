@@ -259,7 +259,9 @@ resume_after_lost_locks()
 
 	if (!with_spi(Rights::Owner, [worker] { return commit_claim_apart(worker); }))
 	{
-		retire_issuing_worker();
+		/* Released at exit above what anyone issued under it meanwhile, not only above our own IDs. */
+		retire_worker(issuing.worker_table(), worker, std::max(floor, issuing.generator.last_delta()));
+		state.issuing.reset();
 		return;
 	}
 	if (floor > issuing.generator.last_delta())

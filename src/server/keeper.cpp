@@ -189,8 +189,12 @@ raise_reservation(SharedGenerator *g, const Layout &layout)
 	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
 }
 
-/* Claims one more worker for backends whose demand the shared cursor cannot meet. */
-void
+/*
+ * Claims one more worker for backends whose demand the shared cursor cannot
+ * meet, in the caller's transaction; publish_private_worker() lends it once
+ * that committed.
+ */
+std::optional<Registration>
 claim_private_worker(SharedGenerator *g)
 {
 	int64_t now = registration->layout.delta_at(backend_clock().now_ms());
@@ -205,10 +209,14 @@ claim_private_worker(SharedGenerator *g)
 		return asked;
 	});
 	if (!wanted)
-		return;
+		return std::nullopt;
+	return claim_new_worker(ClaimCommit::ByCaller);
+}
 
-	Registration r = claim_new_worker(ClaimCommit::ByCaller);
-
+/* After its claim committed: a worker whose claim could still roll back must not issue. */
+void
+publish_private_worker(SharedGenerator *g, const Registration &r)
+{
 	pg_call([g, &r] {
 		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
 		g->privates[g->private_count++] = PrivateWorker{r.claim.worker, r.claim.floor_delta, 0, r.lease};
@@ -303,15 +311,18 @@ run_keeper(SharedGenerator *g)
 		wait_for_work();
 
 		bool unchanged = true;
-		in_transaction([g, &unchanged] {
+		std::optional<Registration> claimed;
+		in_transaction([g, &unchanged, &claimed] {
 			unchanged = worker_table_unchanged(registration->relid);
 			if (!unchanged)
 				return;
 			/* A lease that ended stops the generator now, not at its next raise. */
 			(void) within_leases(g, registration->layout, registration->layout.max_delta());
 			raise_reservation(g, registration->layout);
-			claim_private_worker(g);
+			claimed = claim_private_worker(g);
 		});
+		if (claimed)
+			publish_private_worker(g, *claimed);
 		if (!unchanged || joined_since_claim())
 		{
 			ereport(LOG, (errmsg("uidgen keeper: the extension was dropped or replaced, or uidgen.registry changed; leaving")));

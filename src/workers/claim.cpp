@@ -65,28 +65,40 @@ release_held_workers(Oid worker_table)
 }
 
 /*
- * A worker whose claim could not be committed apart (no background worker
- * slot was free, or the committer failed): a reused one is given back for a
- * fresh one of the database's sequence, whose claim may wait for the
- * caller's transaction, as that id is never handed out again with or
- * without a row.  A copy has no such ids: it stops.  Logged once a backend.
+ * A worker whose claim could not be committed apart: no background worker
+ * slot came, the committer failed, or it would have waited for this very
+ * transaction (locked_here: it locked or wrote rows of the worker table).
+ * A reused worker is given back for a fresh id of the database's sequence,
+ * whose claim may wait for the caller's transaction, since the sequence
+ * never hands that id out again, with or without a row.  A copy has no such
+ * ids, nor has a sequence run out of them: then the registration fails.
  */
 Claim
 claim_without_committer(const Layout &layout, const Claimant &claimant, Oid relid, const Claim &claim,
-						int64_t now_delta)
+						int64_t now_delta, bool locked_here)
 {
 	static bool logged = false;
 
-	if (claimant.is_copy)
+	if (locked_here && claimant.is_copy)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot register a uidgen worker in a transaction that locked uidgen.worker_node"),
+				 errdetail("Database \"%s\" is a copy of another database; its workers are issued under only once "
+						   "their claim committed in a transaction of its own, which would wait for this one.",
+						   get_database_name(MyDatabaseId)),
+				 errhint("Take the first ID in another transaction.")));
+	if (claimant.is_copy || !fresh_worker_left(layout))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("could not start a background worker to commit the claim of uidgen worker %lld",
 						static_cast<long long>(claim.worker)),
-				 errdetail("Database \"%s\" is a copy of another database; its workers are issued under only once "
-						   "their claim committed in a transaction of its own.",
-						   get_database_name(MyDatabaseId)),
+				 errdetail(claimant.is_copy
+							   ? "This database is a copy of another database; its workers are issued under only "
+								 "once their claim committed in a transaction of its own."
+							   : "No fresh worker id is left, and a released one is issued under only once its "
+								 "claim committed in a transaction of its own."),
 				 errhint("Raise max_worker_processes, or run the command again.")));
-	if (!logged)
+	if (!locked_here && !logged)
 	{
 		logged = true;
 		ereport(LOG,
@@ -135,6 +147,9 @@ claim_new_worker(ClaimCommit commit)
 			throw_time_exhausted(layout);
 
 		Claimant claimant = identify_claimant(original_identity);
+		/* A committer would wait for this transaction: then no claim is committed apart. */
+		bool apart = commit == ClaimCommit::Apart && !leased;
+		bool locked_here = apart && worker_table_locked_here(relid, RowShareLock);
 		LeaseId lease{};
 		Claim claim = leased ? claim_leased_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse,
 												   &lease)
@@ -144,15 +159,21 @@ claim_new_worker(ClaimCommit commit)
 		 * once its claim committed (claim_committer.hpp).
 		 */
 		bool committed = false;
-		if (commit == ClaimCommit::Apart && claim.row_decides && !leased)
+		if (apart && claim.row_decides)
 		{
-			committed = commit_claim_apart(claim.worker);
+			committed = !locked_here && commit_claim_apart(claim.worker);
 			if (!committed)
-				claim = claim_without_committer(layout, claimant, relid, claim, now_delta);
+				claim = claim_without_committer(layout, claimant, relid, claim, now_delta, locked_here);
 		}
 		if (!committed)
 			write_claim(claim.worker, claimant.identity);
-		return Registration{relid, layout, claim, leased, joins, lease, committed};
+		/*
+		 * Leaked workers this registration released are rows this transaction
+		 * wrote: it counts as a claim written here, which PREPARE refuses (a
+		 * prepared transaction would hold them).
+		 */
+		bool settled = committed && !worker_table_locked_here(relid, RowExclusiveLock);
+		return Registration{relid, layout, claim, leased, joins, lease, settled};
 	});
 
 	start_issuing(r.relid, r.claim.worker);

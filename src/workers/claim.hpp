@@ -43,7 +43,12 @@ struct Registration
 	bool leased;	/* from a block of the registry's (uidgen.registry) */
 	uint64_t joins_seen;	/* joins_so_far() before the claim (lease_table.hpp) */
 	LeaseId lease;	/* leased: the lease it came from, which caps it (lease_cap_delta) */
-	bool committed;	/* the claim committed apart (ClaimCommit::Apart) */
+	/*
+	 * The claim committed apart (ClaimCommit::Apart), and the caller's
+	 * transaction wrote nothing of the registration; otherwise it counts as
+	 * written in that transaction.
+	 */
+	bool committed;
 };
 static_assert(std::is_trivially_destructible_v<Registration>);
 

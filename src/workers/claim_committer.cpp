@@ -117,8 +117,13 @@ uidgen_claim_committer_main(Datum)
 	BackgroundWorkerInitializeConnectionByOid(request.database, InvalidOid, 0);
 	pgstat_report_appname("uidgen claim committer");
 
-	/* On disk before the backend issues under the claim; never waiting long for a lock. */
-	SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
+	/*
+	 * On disk before the backend issues under the claim, as the time
+	 * reservation's raises are (a local flush: a synchronous standby that
+	 * does not answer must not hold a registration); never waiting long for
+	 * a lock.
+	 */
+	SetConfigOption("synchronous_commit", "local", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("lock_timeout", committer_lock_timeout, PGC_SUSET, PGC_S_OVERRIDE);

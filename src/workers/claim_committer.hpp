@@ -24,8 +24,8 @@ namespace uidgen::pg {
 
 /*
  * Has a background worker write worker's row as active and held by this
- * backend, which holds its session locks, and commit it (synchronous_commit
- * on); waits for it.  True once the committed row says so.  False when no
+ * backend, which holds its session locks, and commit it, flushed to local
+ * disk; waits for it.  True once the committed row says so.  False when no
  * background worker could be started (max_worker_processes) or it failed:
  * the claim is then not committed, and the caller must not rely on it.
  * A cancel during the wait is an error; the background worker may still

@@ -14,11 +14,13 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/stratnum.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -309,6 +311,24 @@ void
 write_claim(int64_t worker, const char *identity, const ClaimHolder &holder)
 {
 	upsert_row(worker, identity, "active", std::nullopt, holder);
+}
+
+bool
+fresh_worker_left(const Layout &layout)
+{
+	spi_run("SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM uidgen.worker_node_id_seq", 0,
+			nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
+	return spi_int64(0, 0) <= worker_limit(layout);
+}
+
+bool
+worker_table_locked_here(Oid worker_table, LOCKMODE mode)
+{
+	Relation rel = relation_open(worker_table, AccessShareLock);
+	bool locked = CheckRelationLockedByMe(rel, mode, true);
+
+	relation_close(rel, NoLock);
+	return locked;
 }
 
 bool

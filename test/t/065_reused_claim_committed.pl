@@ -48,12 +48,11 @@ sub start_uncommitted_session
 sub one_released_worker
 {
 	my ($node, $db) = @_;
-	$node->safe_psql($db, 'SELECT uid_next()');
+	my $worker = $node->safe_psql($db, 'SELECT uid_current_worker() FROM (SELECT uid_next()) s');
 	$node->poll_query_until($db,
-		"SELECT count(*) = 1 FROM uidgen.worker_node WHERE status = 'released'")
-	  or die 'the first session did not release its worker';
-	my ($worker, $released_at) = split /\|/, $node->safe_psql($db,
-		"SELECT id, released_at FROM uidgen.worker_node WHERE status = 'released'");
+		"SELECT status = 'released' FROM uidgen.worker_node WHERE id = $worker")
+	  or die "the session did not release worker $worker";
+	my $released_at = $node->safe_psql($db, "SELECT released_at FROM uidgen.worker_node WHERE id = $worker");
 	wait_for_clock_past($node, $released_at, '1.5 s');
 	return $worker;
 }
@@ -115,8 +114,10 @@ sub run_scenario
 }
 
 # Borrowing deep enough that A's IDs run ahead of the clock by more than a
-# crash restart takes.
-my $node = new_uidgen_node('claim', conf => ["uidgen.max_borrow = '60s'", 'restart_after_crash = on']);
+# crash restart takes.  (Streaming allowed: a synchronous standby is named
+# below, which commits wait for only when WAL senders may run.)
+my $node = new_uidgen_node('claim', init => { allows_streaming => 1 },
+	conf => ["uidgen.max_borrow = '60s'", 'restart_after_crash = on']);
 
 my ($row, $dups) = run_scenario($node, 'committer', 1);
 is($row, 'active|t', 'the reused worker reads active, held by A, while A\'s transaction is open');
@@ -136,6 +137,44 @@ is($node->safe_psql('prepared', qq{
 	SELECT status, pid = pg_backend_pid() FROM uidgen.worker_node WHERE id = $released;}),
 	"t\nt\nactive|t", 'a transaction that reused a worker was prepared; its claim stood committed');
 
+# A registration whose own transaction locked or wrote rows of the worker
+# table starts no committer, which would wait for that transaction (until
+# its lock_timeout): it takes a fresh worker at once.
+$node->safe_psql('postgres', 'CREATE DATABASE locked');
+$node->safe_psql('locked', 'CREATE EXTENSION uidgen');
+my $offset = -s $node->logfile;
+for my $lock ('SELECT id FROM uidgen.worker_node FOR UPDATE',
+	'UPDATE uidgen.worker_node SET application_name = application_name', 'LOCK TABLE uidgen.worker_node')
+{
+	one_released_worker($node, 'locked');
+	my $highest = $node->safe_psql('locked', 'SELECT max(id) FROM uidgen.worker_node');
+	my @out = split /\n/, $node->safe_psql('locked', qq{
+		SET statement_timeout = '60s';
+		BEGIN;
+		$lock;
+		SELECT uid_next() > 0, uid_current_worker() > $highest;
+		COMMIT;});
+	is($out[-1], 't|t', "after $lock in its transaction, a session took a fresh worker");
+}
+ok(!$node->log_contains(qr/lock timeout/, $offset), 'no claim committer waited for its session\'s locks');
+
+# A synchronous standby that does not answer does not hold a registration
+# in a database that does not wait for one: the claim is flushed locally.
+$node->safe_psql('postgres', 'CREATE DATABASE unsynced');
+$node->safe_psql('unsynced', 'CREATE EXTENSION uidgen');
+$node->safe_psql('postgres', 'ALTER DATABASE unsynced SET synchronous_commit = local');
+my $free = one_released_worker($node, 'unsynced');
+# (A restart, not a reload: the checkpointer applies the standby names to
+# commits, and a reload reaches it only some time later.)
+$node->append_conf('postgresql.conf', "synchronous_standby_names = 'nosuch'\n");
+$node->restart;
+is($node->safe_psql('unsynced', q{
+	SET statement_timeout = '60s';
+	SELECT uid_next() > 0, uid_current_worker();}), "t|$free",
+	'with a synchronous standby that never answers, a session reused a worker');
+$node->append_conf('postgresql.conf', "synchronous_standby_names = ''\n");
+$node->reload;
+
 # A copy of a database (here a template clone) takes fresh workers from the
 # top of the range down, above what the original handed out, and knows
 # them free by their having no row: the same, for a fresh worker.
@@ -151,7 +190,7 @@ is(duplicates($node, 'copied'), 0, 'in the copy, session B issued none of the ID
 # (a fresh id is never handed out again, whether its claim committed or not).
 $node->append_conf('postgresql.conf', "max_worker_processes = 0\n");
 $node->restart;
-my $offset = -s $node->logfile;
+$offset = -s $node->logfile;
 ($row, $dups) = run_scenario($node, 'fallback', 0);
 is($row, 'released|f', 'without a background worker, the released worker stays released');
 is($dups, 0, 'session B issued none of the IDs A issued');
@@ -159,6 +198,18 @@ is($dups, 0, 'session B issued none of the IDs A issued');
 like(psql_error($node, 'copied', 'SELECT uid_next()'),
 	qr/ERROR:  53400: could not start a background worker to commit the claim of uidgen worker \d+.*HINT:  Raise max_worker_processes/s,
 	'a copy without a background worker refuses to register (53400)');
+# Nor has a database whose sequence ran out of fresh ids (3 worker bits: 7).
+$node->safe_psql('postgres', 'CREATE DATABASE small');
+$node->safe_psql('small', 'CREATE EXTENSION uidgen');
+$node->safe_psql('small', 'SELECT uid_configure(41, 3, 19)');
+$node->safe_psql('small', 'SELECT uid_next()') for 1 .. 7;
+$node->poll_query_until('small', "SELECT count(*) = 7 FROM uidgen.worker_node WHERE status = 'released'")
+  or die 'the seven sessions did not release their workers';
+wait_for_clock_past($node, $node->safe_psql('small', 'SELECT max(released_at) FROM uidgen.worker_node'), '1.5 s');
+like(psql_error($node, 'small', 'SELECT uid_next()'),
+	qr/ERROR:  53400: could not start a background worker.*DETAIL:  No fresh worker id is left/s,
+	'with no fresh worker id left, a session that cannot commit a reused claim gets 53400');
+
 ok($node->log_contains(qr/could not start a background worker to commit the claim of uidgen worker/, $offset),
 	'the fallback was logged');
 
