@@ -257,10 +257,14 @@ resume_after_lost_locks()
 						reserved_until().value_or(Generator::no_floor));
 	});
 
-	if (!with_spi(Rights::Owner, [worker] { return commit_claim_apart(worker); }))
+	/* As at registration: no committer that would wait for this transaction's locks on the table. */
+	Oid worker_table = issuing.worker_table();
+	if (!with_spi(Rights::Owner, [worker_table, worker] {
+			return !worker_table_locked_here(worker_table, RowShareLock) && commit_claim_apart(worker);
+		}))
 	{
 		/* Released at exit above what anyone issued under it meanwhile, not only above our own IDs. */
-		retire_worker(issuing.worker_table(), worker, std::max(floor, issuing.generator.last_delta()));
+		retire_worker(worker_table, worker, std::max(floor, issuing.generator.last_delta()));
 		state.issuing.reset();
 		return;
 	}

@@ -321,7 +321,8 @@ run_keeper(SharedGenerator *g)
 			raise_reservation(g, registration->layout);
 			claimed = claim_private_worker(g);
 		});
-		if (claimed)
+		/* Not after a join or a dropped extension: the keeper lends nothing more, and releases it at exit. */
+		if (claimed && unchanged && !joined_since_claim())
 			publish_private_worker(g, *claimed);
 		if (!unchanged || joined_since_claim())
 		{
