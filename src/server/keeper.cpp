@@ -37,6 +37,7 @@ extern "C" {
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 
 namespace uidgen::pg {
 
@@ -106,42 +107,82 @@ publish(SharedGenerator *g, const Registration &r, int64_t reserved)
 }
 
 /*
- * What may be published of covered: with a registry, no more than the
- * leases of the keeper's workers cover (leased_reservation.hpp).  A lease
- * that ran out ends the keeper; sessions start a new one, which claims
- * workers from a block the server still holds.
+ * The last unit one of the keeper's workers may issue: with a registry, what
+ * its own lease covers as it stands (leased_reservation.hpp), whatever the
+ * leases of its other workers cover; nullopt once that lease ended.
  */
-int64_t
-within_leases(SharedGenerator *g, const Layout &layout, int64_t covered)
+std::optional<int64_t>
+lease_cap(const LeaseId &lease, const Layout &layout)
 {
 	if (!registration->leased)
-		return covered;
+		return layout.max_delta();
+	return lease_cap_delta(lease, layout);
+}
 
-	int64_t workers[1 + max_private_workers];
-	LeaseId leases[1 + max_private_workers];
-	int count = 0;
+/*
+ * The cursor's cap.  A lease that ended ends the keeper: sessions start a
+ * new one, which claims a worker from a block the server still holds.
+ */
+int64_t
+cursor_cap(const Layout &layout)
+{
+	std::optional<int64_t> cap = lease_cap(registration->lease, layout);
 
-	workers[count] = registration->claim.worker;
-	leases[count++] = registration->lease;
-	pg_call([g, &workers, &leases, &count] {
+	if (!cap)
+		throw_lease_ended(registration->claim.worker);
+	return *cap;
+}
+
+/* The private workers as the keeper last published them, each with its cap. */
+struct PrivateCaps
+{
+	int count;
+	PrivateWorker lent[max_private_workers];	/* copies */
+	std::optional<int64_t> cap[max_private_workers];
+};
+static_assert(std::is_trivially_destructible_v<PrivateCaps>);
+
+/*
+ * Copies the private workers and finds each one's cap.  One whose lease
+ * ended is withdrawn: lent no more, and its borrower gives it back at its
+ * next look at the reservation and goes on with the cursor.  The others
+ * and the cursor go on under their own leases.
+ */
+PrivateCaps
+private_caps(SharedGenerator *g, const Layout &layout)
+{
+	PrivateCaps p{};
+
+	pg_call([g, &p] {
 		LWLockAcquire(&g->privates_lock, LW_SHARED);
-		for (int i = 0; i < g->private_count; i++)
-		{
-			workers[count] = g->privates[i].worker;
-			leases[count++] = g->privates[i].lease;
-		}
+		p.count = g->private_count;
+		for (int i = 0; i < p.count; i++)
+			p.lent[i] = g->privates[i];
 		LWLockRelease(&g->privates_lock);
 	});
 
-	/* Each by its own lease: the cursor's worker and every private one. */
-	for (int i = 0; i < count; i++)
+	bool ended = false;
+	for (int i = 0; i < p.count; i++)
 	{
-		std::optional<int64_t> cap = lease_cap_delta(leases[i], layout);
-		if (!cap)
-			throw_lease_ended(workers[i]);
-		covered = std::min(covered, *cap);
+		p.cap[i] = p.lent[i].withdrawn ? std::nullopt : lease_cap(p.lent[i].lease, layout);
+		ended = ended || (!p.lent[i].withdrawn && !p.cap[i]);
 	}
-	return covered;
+	if (!ended)
+		return p;
+
+	pg_call([g, &p] {
+		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
+		for (int i = 0; i < p.count && i < g->private_count; i++)
+			if (!p.cap[i] && g->privates[i].worker == p.lent[i].worker && !g->privates[i].withdrawn)
+			{
+				g->privates[i].withdrawn = true;
+				ereport(LOG, (errmsg("uidgen keeper: the lease of private worker %lld ended; it is lent no more",
+									 static_cast<long long>(p.lent[i].worker))));
+			}
+		LWLockRelease(&g->privates_lock);
+	});
+	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
+	return p;
 }
 
 /*
@@ -156,36 +197,63 @@ joined_since_claim()
 	return !registration->leased && joins_so_far() != registration->joins_seen;
 }
 
-/* Keeps the reservation ahead of the cursor and of the clock. */
+/*
+ * Keeps the reservations ahead of the cursor and of the clock: the
+ * cursor's and each private worker's, each capped by its own lease.  One
+ * durable mark covers them all, raised no higher than the highest of
+ * those caps.
+ */
 void
-raise_reservation(SharedGenerator *g, const Layout &layout)
+raise_reservations(SharedGenerator *g, const Layout &layout)
 {
+	if (joined_since_claim())
+		return;
+
+	/* A lease that ended stops its worker now, not at its next raise. */
+	int64_t own_cap = cursor_cap(layout);
+	PrivateCaps privates = private_caps(g, layout);
+
 	CursorWords words(layout);
 	uint64_t word = g->cursor.load() & ~cursor_closed_bit;
 	int64_t now = layout.delta_at(backend_clock().now_ms());
 	/* Private workers' generators ask with wanted_until: the cursor does not know how far they went. */
 	int64_t needed = std::max({now, words.delta_of(word), g->wanted_until.load()}) + units_of_ms(layout, raise_ahead_ms);
 
-	if (needed <= g->reserved_until.load())
+	/*
+	 * Only as far as some worker still short of it may go: what a backend
+	 * asked for while its clock ran ahead (wanted_until) would otherwise
+	 * lift the database's reservation, and every join floor read from it,
+	 * far past what the leases let it issue, and the next workers would
+	 * wait for that (nemesis seed 91).
+	 */
+	int64_t target = Generator::no_floor;
+	if (g->reserved_until.load() < std::min(needed, own_cap))
+		target = std::min(needed, own_cap);
+	for (int i = 0; i < privates.count; i++)
+		if (privates.cap[i] && privates.lent[i].reserved_until < std::min(needed, *privates.cap[i]))
+			target = std::max(target, std::min(needed, *privates.cap[i]));
+	if (target == Generator::no_floor)
 		return;
 
-	if (joined_since_claim())
-		return;
-	/*
-	 * Capped by the leases before the durable mark is raised, as
-	 * LeasedReservation does: what a backend asked for while its clock ran
-	 * ahead (wanted_until) would otherwise lift the database's reservation,
-	 * and every join floor read from it, far past what the leases let it
-	 * issue, and the next workers would wait for that (nemesis seed 91).
-	 */
-	int64_t cap = within_leases(g, layout, layout.max_delta());
 	DatabaseReservation reservation(layout);
-	int64_t covered = std::min(reservation.extend(std::min(needed, cap)), cap);
+	int64_t covered = reservation.extend(target);
 
 	/* Looked at again after the read, as LeasedReservation does. */
-	if (covered <= g->reserved_until.load() || joined_since_claim())
+	if (joined_since_claim())
 		return;
-	g->reserved_until.store(covered);
+	if (std::min(covered, own_cap) > g->reserved_until.load())
+		g->reserved_until.store(std::min(covered, own_cap));
+	pg_call([g, &privates, covered] {
+		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
+		for (int i = 0; i < privates.count && i < g->private_count; i++)
+		{
+			PrivateWorker &lent = g->privates[i];
+
+			if (privates.cap[i] && lent.worker == privates.lent[i].worker && !lent.withdrawn)
+				lent.reserved_until = std::max(lent.reserved_until, std::min(covered, *privates.cap[i]));
+		}
+		LWLockRelease(&g->privates_lock);
+	});
 	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
 }
 
@@ -203,7 +271,8 @@ claim_private_worker(SharedGenerator *g)
 		bool asked = g->private_wanted && g->private_count < max_private_workers;
 		/* One is free, and its borrowed time has passed: no need for another. */
 		for (int i = 0; i < g->private_count; i++)
-			asked = asked && (g->privates[i].borrower_pid != 0 || g->privates[i].floor_delta >= now);
+			asked = asked && (g->privates[i].borrower_pid != 0 || g->privates[i].withdrawn ||
+							  g->privates[i].floor_delta >= now);
 		g->private_wanted = false;
 		LWLockRelease(&g->privates_lock);
 		return asked;
@@ -213,13 +282,23 @@ claim_private_worker(SharedGenerator *g)
 	return claim_new_worker(ClaimCommit::ByCaller);
 }
 
-/* After its claim committed: a worker whose claim could still roll back must not issue. */
+/*
+ * After its claim committed: a worker whose claim could still roll back
+ * must not issue.  It starts with what both the durable mark (the cursor's
+ * reservation is below it) and its own lease cover; the keeper's next raise
+ * takes it further.
+ */
 void
 publish_private_worker(SharedGenerator *g, const Registration &r)
 {
-	pg_call([g, &r] {
+	std::optional<int64_t> cap = lease_cap(r.lease, r.layout);
+
+	if (!cap)
+		return;	/* its lease ended already: released at the keeper's exit */
+	int64_t reserved = std::min(g->reserved_until.load(), *cap);
+	pg_call([g, &r, reserved] {
 		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
-		g->privates[g->private_count++] = PrivateWorker{r.claim.worker, r.claim.floor_delta, 0, r.lease};
+		g->privates[g->private_count++] = PrivateWorker{r.claim.worker, r.claim.floor_delta, reserved, 0, false, r.lease};
 		LWLockRelease(&g->privates_lock);
 	});
 	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
@@ -273,7 +352,7 @@ run_keeper(SharedGenerator *g)
 	});
 
 	int64_t covered = 0;
-	in_transaction([g, &covered] {
+	in_transaction([&covered] {
 		if (!OidIsValid(pg_call([] { return get_extension_oid("uidgen", true); })))
 			pg_call([] {
 				ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -293,9 +372,9 @@ run_keeper(SharedGenerator *g)
 		DatabaseReservation reservation(registration->layout);
 		int64_t now = registration->layout.delta_at(backend_clock().now_ms());
 		int64_t first = std::max(now, registration->claim.floor_delta + 1);
-		covered = within_leases(g, registration->layout,
-								reservation.extend(std::min(first + units_of_ms(registration->layout, raise_ahead_ms),
-															registration->layout.max_delta())));
+		covered = std::min(reservation.extend(std::min(first + units_of_ms(registration->layout, raise_ahead_ms),
+													   registration->layout.max_delta())),
+						   cursor_cap(registration->layout));
 	});
 	/* A join since the claim: the next keeper claims from the registry. */
 	if (joined_since_claim())
@@ -316,9 +395,7 @@ run_keeper(SharedGenerator *g)
 			unchanged = worker_table_unchanged(registration->relid);
 			if (!unchanged)
 				return;
-			/* A lease that ended stops the generator now, not at its next raise. */
-			(void) within_leases(g, registration->layout, registration->layout.max_delta());
-			raise_reservation(g, registration->layout);
+			raise_reservations(g, registration->layout);
 			claimed = claim_private_worker(g);
 		});
 		/* Not after a join or a dropped extension: the keeper lends nothing more, and releases it at exit. */
@@ -378,9 +455,27 @@ record_failure(SharedGenerator *g)
 }
 
 /*
+ * What the borrowers of worker may have issued under it: its own
+ * reservation once lent; one claimed but never lent issued nothing.
+ */
+int64_t
+private_reserved_until(SharedGenerator *g, int64_t worker, int64_t never_lent)
+{
+	int64_t reserved = never_lent;
+
+	LWLockAcquire(&g->privates_lock, LW_SHARED);
+	for (int i = 0; i < g->private_count; i++)
+		if (g->privates[i].worker == worker)
+			reserved = g->privates[i].reserved_until;
+	LWLockRelease(&g->privates_lock);
+	return reserved;
+}
+
+/*
  * Closes the cursor, then releases the workers: the shared one above every
- * word handed out, the private ones above everything the reservation let
- * their borrowers issue.  Runs before PostgreSQL's own exit callbacks.
+ * word handed out, the private ones above everything their reservations let
+ * their borrowers issue.  Nothing raises a reservation any more: this is
+ * the keeper.  Runs before PostgreSQL's own exit callbacks.
  */
 void
 release_at_keeper_exit()
@@ -401,7 +496,8 @@ release_at_keeper_exit()
 		bool shared = held.worker == registration->claim.worker;
 
 		if (held.use != WorkerUse::Candidate)
-			retire_worker(held.worker_table, held.worker, shared ? last_shared : reserved);
+			retire_worker(held.worker_table, held.worker,
+						  shared ? last_shared : private_reserved_until(g, held.worker, Generator::no_floor));
 	}
 	release_at_exit();
 	unlock_all_workers();

@@ -60,9 +60,18 @@ struct SourceEnded
 {
 };
 
-std::optional<int64_t> wait_for_reservation(Source &source, int64_t delta);
+/*
+ * Thrown through a private worker's Generator when its lease ended before
+ * its reservation covered the next unit: the backend gives it back and
+ * goes on with the cursor, whose own lease may go on.
+ */
+struct BorrowWithdrawn
+{
+};
 
-/* A private worker's units are covered by the database's reservation, which the keeper raises. */
+std::optional<int64_t> wait_for_private_reservation(Source &source, int64_t delta);
+
+/* A private worker's units are covered by its own reservation, which the keeper raises. */
 class SharedReservation final : public TimeReservation
 {
 public:
@@ -87,6 +96,8 @@ struct BorrowedWorker
 	int index;		/* in SharedGenerator::privates */
 	SharedReservation reservation;
 	Generator generator;
+	/* Its reservation as this backend last read it: it only grows while the worker is lent. */
+	int64_t reserved = Generator::no_floor;
 };
 static_assert(std::is_trivially_destructible_v<BorrowedWorker>);
 
@@ -130,7 +141,7 @@ ServerState server;
 int64_t
 SharedReservation::extend(int64_t delta)
 {
-	std::optional<int64_t> reserved = wait_for_reservation(source_, delta);
+	std::optional<int64_t> reserved = wait_for_private_reservation(source_, delta);
 
 	if (!reserved)
 		throw SourceEnded();
@@ -304,8 +315,9 @@ start_source()
 
 /*
  * The ceiling's error, when this backend's clock is past the ceiling of the
- * lease of the cursor's worker, and delta is too: the keeper never extends
- * the reservation beyond the ceiling, so waiting would end in its timeout.
+ * lease of the worker it issues under (the cursor's or a borrowed one), and
+ * delta is too: the keeper never extends a reservation beyond its lease's
+ * ceiling, so waiting would end in its timeout.
  * The ceiling is read from the lease table as it stands, so a renewal that
  * raised it counts at once.
  */
@@ -362,6 +374,62 @@ wait_for_reservation(Source &source, int64_t delta)
 		wake_keeper(g);
 		if (leased)
 			refuse_past_ceiling(source.cache.words().layout(), worker, lease, delta);
+		if (backend_clock().now_ms() >= deadline)
+			raise_keeper_timeout("extend the time reservation");
+		sleep_on(g, 100);
+	}
+}
+
+/*
+ * As wait_for_reservation(), for the private worker this backend borrowed:
+ * its own reservation, capped by its own lease.  nullopt when the source
+ * ended (the keeper left: the worker is no longer lent to this backend);
+ * BorrowWithdrawn when its lease ended before the reservation covered
+ * delta.
+ */
+std::optional<int64_t>
+wait_for_private_reservation(Source &source, int64_t delta)
+{
+	SharedGenerator *g = source.shared;
+	BorrowedWorker &borrowed = *source.borrowed;
+	int64_t worker = borrowed.generator.worker_id();
+	uint32_t generation = source.generation;
+	int index = borrowed.index;
+
+	if (delta <= borrowed.reserved)
+		return borrowed.reserved;
+
+	int64_t deadline = backend_clock().now_ms() + keeper_wait_ms;
+
+	for (;;)
+	{
+		bool lent = false;
+		PrivateWorker seen{};
+
+		pg_call([g, generation, index, worker, &lent, &seen] {
+			LWLockAcquire(&g->privates_lock, LW_SHARED);
+			lent = g->generation.load() == generation && index < g->private_count &&
+				   g->privates[index].worker == worker && g->privates[index].borrower_pid == MyProcPid;
+			if (lent)
+				seen = g->privates[index];
+			LWLockRelease(&g->privates_lock);
+		});
+
+		if (!lent)
+			return std::nullopt;
+		borrowed.reserved = seen.reserved_until;
+		if (delta <= seen.reserved_until)
+			return seen.reserved_until;
+		if (seen.withdrawn)
+			throw BorrowWithdrawn();
+		g->waits.fetch_add(1, std::memory_order_relaxed);
+		int64_t wanted = g->wanted_until.load();
+		while (wanted < delta && !g->wanted_until.compare_exchange_weak(wanted, delta))
+		{
+		}
+		wake_keeper(g);
+		if (seen.lease != LeaseId{})
+			refuse_past_ceiling(source.cache.words().layout(), worker, seen.lease, delta);
 		if (backend_clock().now_ms() >= deadline)
 			raise_keeper_timeout("extend the time reservation");
 		sleep_on(g, 100);
@@ -470,7 +538,7 @@ try_to_borrow(Source &source)
 	pg_call([g, now, generation, &index, &lent] {
 		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
 		for (int i = 0; g->generation.load() == generation && i < g->private_count && index < 0; i++)
-			if (g->privates[i].borrower_pid == 0 && g->privates[i].floor_delta < now)
+			if (g->privates[i].borrower_pid == 0 && !g->privates[i].withdrawn && g->privates[i].floor_delta < now)
 			{
 				index = i;
 				g->privates[i].borrower_pid = MyProcPid;
@@ -502,7 +570,8 @@ try_to_borrow(Source &source)
 }
 
 /*
- * The next ID of a borrowed worker; nullopt when its keeper left.  An ID
+ * The next ID of a borrowed worker; nullopt when its keeper left (the
+ * source ended) or its lease ended (it was given back: the cursor goes on).  An ID
  * that starts a unit after a pause longer than a unit shows that demand
  * fell: it is issued, and the worker goes back, so that the shared cursor
  * serves the next one.  One clock read, the generator's own.
@@ -512,7 +581,8 @@ next_from_borrowed(Source &source)
 {
 	Generator &generator = source.borrowed->generator;
 	int64_t before = generator.last_delta();
-	int64_t uid;
+	int64_t uid = 0;
+	bool withdrawn = false;
 
 	try
 	{
@@ -523,6 +593,16 @@ next_from_borrowed(Source &source)
 		/* The keeper released it above everything the reservation allowed. */
 		server.last_delta = std::max(server.last_delta, generator.last_delta());
 		server.source.reset();
+		return std::nullopt;
+	}
+	catch (const BorrowWithdrawn &)
+	{
+		withdrawn = true;
+	}
+	/* Its lease ended: back to the cursor, above everything issued under it (outside the catch: it locks). */
+	if (withdrawn)
+	{
+		give_back(source);
 		return std::nullopt;
 	}
 	if (generator.last_delta() > before + 1)

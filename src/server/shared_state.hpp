@@ -53,12 +53,18 @@ enum class KeeperStage : int
 	Failed,		/* the last keeper could not claim: error_message says why */
 };
 
-/* A worker the keeper holds and lends to one backend at a time. */
+/*
+ * A worker the keeper holds and lends to one backend at a time.  Each has a
+ * reservation of its own: with a registry, its lease caps it, not the
+ * leases of the keeper's other workers (docs/design.md, section 8.0, step 3).
+ */
 struct PrivateWorker
 {
 	int64_t worker;
 	int64_t floor_delta;	/* the last unit issued under it; the next borrower starts after it */
+	int64_t reserved_until;	/* its borrowers issue no unit after it; only rises */
 	int borrower_pid;		/* 0: free */
+	bool withdrawn;			/* its lease ended: lent no more, and its borrower gives it back */
 	LeaseId lease;			/* with a registry, the lease it came from, which caps it */
 };
 static_assert(std::is_trivially_destructible_v<PrivateWorker>);
@@ -106,7 +112,7 @@ struct SharedGenerator
 	/* The hot path's: lock-free. */
 	std::atomic<uint32_t> generation;	/* bumped before the keeper publishes a new cursor */
 	std::atomic<uint64_t> cursor;
-	std::atomic<int64_t> reserved_until;	/* the last unit the durable mark covers */
+	std::atomic<int64_t> reserved_until;	/* the cursor's: the last unit the durable mark and its lease cover */
 	std::atomic<int64_t> wanted_until;		/* the furthest unit a backend waits to see covered */
 	std::atomic<uint64_t> ids;
 	std::atomic<uint64_t> chunks;
