@@ -23,7 +23,7 @@ use File::Spec;
 
 our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	set_fake_clock start_with_fake_clock kill_and_wait_for_restart wait_for_crash_restart
-	scope_conf set_scope server_generator start_sql_loop finish_sql_loops
+	scope_conf set_scope server_generator borrow_private_worker start_sql_loop finish_sql_loops
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
 	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node
@@ -97,6 +97,24 @@ sub server_generator
 		$row{$1} = $3;
 	}
 	return \%row;
+}
+
+# Runs statement (bulk uid_next() calls) in session (a background_psql of
+# node, scope server) until it outruns the shared cursor and borrows a
+# private worker of its own; returns that worker and the keeper's row (as
+# server_generator() gives it), and dies when it has not borrowed in 180 s.
+sub borrow_private_worker
+{
+	my ($node, $session, $statement) = @_;
+	my $until = Time::HiRes::time() + 180;
+	while (Time::HiRes::time() < $until)
+	{
+		$session->query_safe($statement);
+		my $borrowed = $session->query_safe('SELECT uid_current_worker()');
+		my $keeper = server_generator($node);
+		return ($borrowed, $keeper) if $borrowed ne $keeper->{worker};
+	}
+	die 'the session borrowed no private worker';
 }
 
 # Starts psql running sql (typically a loop that commits as it goes) in the

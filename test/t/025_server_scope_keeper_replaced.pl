@@ -26,15 +26,7 @@ $node->safe_psql('postgres', q{
 # B runs bulk statements until it outruns the shared cursor and borrows a
 # private worker of its own.
 my $b = $node->background_psql('postgres');
-my ($borrowed, $keeper);
-my $until = time + 120;
-while (time < $until)
-{
-	$b->query_safe('SELECT count(uid_next()) FROM generate_series(1, 200000)');
-	$borrowed = $b->query_safe('SELECT uid_current_worker()');
-	$keeper = server_generator($node);
-	last if $borrowed ne $keeper->{worker};
-}
+my ($borrowed, $keeper) = borrow_private_worker($node, $b, 'SELECT count(uid_next()) FROM generate_series(1, 200000)');
 isnt($borrowed, $keeper->{worker}, "B borrowed private worker $borrowed from keeper $keeper->{keeper_pid} "
 	. "(its cursor's worker: $keeper->{worker})");
 

@@ -31,15 +31,8 @@ $m->safe_psql('postgres', q{
 # B runs bulk statements until it outruns the shared cursor and borrows a
 # private worker of its own.
 my $b = $m->background_psql('postgres');
-my ($borrowed, $keeper);
-my $until = time + 180;
-while (time < $until)
-{
-	$b->query_safe('INSERT INTO b_ids (id) SELECT uid_next() FROM generate_series(1, 200000)');
-	$borrowed = $b->query_safe('SELECT uid_current_worker()');
-	$keeper = server_generator($m);
-	last if $borrowed ne $keeper->{worker};
-}
+my ($borrowed, $keeper) = borrow_private_worker($m, $b,
+	'INSERT INTO b_ids (id) SELECT uid_next() FROM generate_series(1, 200000)');
 isnt($borrowed, $keeper->{worker}, "B borrowed private worker $borrowed from keeper $keeper->{keeper_pid} "
 	. "(its cursor's worker: $keeper->{worker})");
 is($registry->safe_psql('registry', "SELECT count(DISTINCT lease_id) FROM uidgen.worker_block "
@@ -69,7 +62,7 @@ unlike($log, qr/background worker "uidgen keeper" \(PID $keeper->{keeper_pid}\) 
 my $before = $m->safe_psql('postgres', 'SELECT max(n) FROM b_ids');
 my $c_failed = 0;
 my $back;
-$until = time + 120;
+my $until = time + 120;
 while (time < $until)
 {
 	$b->query_safe('INSERT INTO b_ids (id) SELECT uid_next() FROM generate_series(1, 20000)');
