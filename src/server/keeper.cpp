@@ -55,6 +55,14 @@ SharedGenerator *kept = nullptr;
 /* The worker table and layout its workers were claimed under. */
 std::optional<Registration> registration;
 
+/*
+ * The reservation the keeper last published for each private worker it
+ * lent, in the order of SharedGenerator::privates: only the keeper writes
+ * them, and its exit retires each worker at its own without taking the
+ * privates' lock (an error may have left it held).
+ */
+int64_t lent_reserved[max_private_workers];
+
 template <typename Work>
 void
 in_transaction(Work work)
@@ -170,18 +178,21 @@ private_caps(SharedGenerator *g, const Layout &layout)
 	if (!ended)
 		return p;
 
-	pg_call([g, &p] {
+	bool withdrawn[max_private_workers] = {};
+	pg_call([g, &p, &withdrawn] {
 		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
 		for (int i = 0; i < p.count && i < g->private_count; i++)
 			if (!p.cap[i] && g->privates[i].worker == p.lent[i].worker && !g->privates[i].withdrawn)
-			{
-				g->privates[i].withdrawn = true;
-				ereport(LOG, (errmsg("uidgen keeper: the lease of private worker %lld ended; it is lent no more",
-									 static_cast<long long>(p.lent[i].worker))));
-			}
+				withdrawn[i] = g->privates[i].withdrawn = true;
 		LWLockRelease(&g->privates_lock);
 	});
 	pg_call([g] { ConditionVariableBroadcast(&g->changed); });
+	for (int i = 0; i < p.count; i++)
+		if (withdrawn[i])
+			pg_call([&p, i] {
+				ereport(LOG, (errmsg("uidgen keeper: the lease of private worker %lld ended; it is lent no more",
+									 static_cast<long long>(p.lent[i].worker))));
+			});
 	return p;
 }
 
@@ -250,7 +261,7 @@ raise_reservations(SharedGenerator *g, const Layout &layout)
 			PrivateWorker &lent = g->privates[i];
 
 			if (privates.cap[i] && lent.worker == privates.lent[i].worker && !lent.withdrawn)
-				lent.reserved_until = std::max(lent.reserved_until, std::min(covered, *privates.cap[i]));
+				lent_reserved[i] = lent.reserved_until = std::max(lent.reserved_until, std::min(covered, *privates.cap[i]));
 		}
 		LWLockRelease(&g->privates_lock);
 	});
@@ -298,6 +309,7 @@ publish_private_worker(SharedGenerator *g, const Registration &r)
 	int64_t reserved = std::min(g->reserved_until.load(), *cap);
 	pg_call([g, &r, reserved] {
 		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
+		lent_reserved[g->private_count] = reserved;
 		g->privates[g->private_count++] = PrivateWorker{r.claim.worker, r.claim.floor_delta, reserved, 0, false, r.lease};
 		LWLockRelease(&g->privates_lock);
 	});
@@ -463,11 +475,10 @@ private_reserved_until(SharedGenerator *g, int64_t worker, int64_t never_lent)
 {
 	int64_t reserved = never_lent;
 
-	LWLockAcquire(&g->privates_lock, LW_SHARED);
+	/* Only this process changes the list and the reservations: read without the lock. */
 	for (int i = 0; i < g->private_count; i++)
 		if (g->privates[i].worker == worker)
-			reserved = g->privates[i].reserved_until;
-	LWLockRelease(&g->privates_lock);
+			reserved = lent_reserved[i];
 	return reserved;
 }
 

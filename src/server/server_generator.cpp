@@ -602,7 +602,14 @@ next_from_borrowed(Source &source)
 	/* Its lease ended: back to the cursor, above everything issued under it (outside the catch: it locks). */
 	if (withdrawn)
 	{
+		int64_t worker = generator.worker_id();
+
 		give_back(source);
+		pg_call([worker] {
+			ereport(LOG, (errmsg("uidgen: gave back private worker %lld, whose lease ended; going on with the "
+								 "shared cursor",
+								 static_cast<long long>(worker))));
+		});
 		return std::nullopt;
 	}
 	if (generator.last_delta() > before + 1)

@@ -112,21 +112,18 @@ reuse_granted_worker(const Layout &layout, const char *identity, Oid worker_tabl
 	{
 		if (!claim_released_worker(layout, identity, worker_table, now_delta, id_array(granted, count), claim))
 			return false;
-		/*
-		 * Its lease may have lapsed since granted_workers() looked: then it
-		 * issues nothing (lease_cap_delta), and the next command claims again.
-		 */
 		*lease = live_lease(claim->worker, MyDatabaseId).value_or(LeaseId{});
 		claim->floor_delta = std::max({claim->floor_delta, grant_issued_until(claim->worker),
 									   lease_floor_delta(*lease).value_or(Generator::no_floor)});
 		std::optional<int64_t> cap = lease_cap_delta(*lease, layout);
-		if (!cap || claim->floor_delta < *cap)
+		if (cap && claim->floor_delta < *cap)
 			return true;
 		/*
-		 * Its last holder issued up to what its lease covers now (a keeper
-		 * retires its workers at their reservations; a clock set back lowers
-		 * the cap): it could issue nothing, and its error would say the lease
-		 * ran out.  Skipped, until a renewal raises the cap.
+		 * It could issue nothing, and its error would say that the lease ran
+		 * out: its lease lapsed since granted_workers() looked, or its floor
+		 * is not below what the lease covers now (a floor noted at exit, or a
+		 * lease's floor, above a cap that fell since: this server's clock set
+		 * back, or behind the registry's).  Skipped.
 		 */
 		unlock_worker(worker_table, claim->worker);
 		count = static_cast<int>(std::remove(granted, granted + count, claim->worker) - granted);
