@@ -194,8 +194,15 @@ claim_copy_worker(const Layout &layout, const Claimant &claimant, Oid worker_tab
 
 	for (; candidate > inherited; candidate--)
 	{
-		if (!worker_row_exists(candidate) && try_lock_worker(worker_table, candidate))
+		if (worker_row_exists(candidate) || !try_lock_worker(worker_table, candidate))
+			continue;
+		/*
+		 * Read again under the locks: another copy's session may have taken
+		 * it, issued under it and left between the first look and the lock.
+		 */
+		if (!worker_row_exists(candidate))
 			return Claim{candidate, Generator::no_floor, true};
+		unlock_worker(worker_table, candidate);
 	}
 	report_no_worker_left(layout, claimant.identity);
 }
