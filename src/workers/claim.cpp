@@ -79,15 +79,22 @@ claim_without_committer(const Layout &layout, const Claimant &claimant, Oid reli
 {
 	static bool logged = false;
 
-	if (locked_here && claimant.is_copy)
+	bool fresh_left = !claimant.is_copy && fresh_worker_left(layout);
+
+	/* The committer would wait for this transaction: name the lock, not max_worker_processes. */
+	if (locked_here && !fresh_left)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot register a uidgen worker in a transaction that locked uidgen.worker_node"),
-				 errdetail("Database \"%s\" is a copy of another database; its workers are issued under only once "
-						   "their claim committed in a transaction of its own, which would wait for this one.",
-						   get_database_name(MyDatabaseId)),
+				 claimant.is_copy
+					 ? errdetail("Database \"%s\" is a copy of another database; its workers are issued under only "
+								 "once their claim committed in a transaction of its own, which would wait for this "
+								 "one.",
+								 get_database_name(MyDatabaseId))
+					 : errdetail("No fresh worker id is left, and a released one is issued under only once its claim "
+								 "committed in a transaction of its own, which would wait for this one."),
 				 errhint("Take the first ID in another transaction.")));
-	if (claimant.is_copy || !fresh_worker_left(layout))
+	if (!fresh_left)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("could not start a background worker to commit the claim of uidgen worker %lld",

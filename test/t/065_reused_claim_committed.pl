@@ -209,6 +209,10 @@ wait_for_clock_past($node, $node->safe_psql('small', 'SELECT max(released_at) FR
 like(psql_error($node, 'small', 'SELECT uid_next()'),
 	qr/ERROR:  53400: could not start a background worker.*DETAIL:  No fresh worker id is left/s,
 	'with no fresh worker id left, a session that cannot commit a reused claim gets 53400');
+# The same in a transaction that locked the worker table: the error names the lock.
+like(psql_error($node, 'small', 'BEGIN; LOCK TABLE uidgen.worker_node IN ROW SHARE MODE; SELECT uid_next()'),
+	qr/ERROR:  55000: cannot register a uidgen worker in a transaction that locked uidgen.worker_node.*DETAIL:  No fresh worker id is left/s,
+	'so it does after locking the worker table, with 55000 naming the lock');
 
 ok($node->log_contains(qr/could not start a background worker to commit the claim of uidgen worker/, $offset),
 	'the fallback was logged');
