@@ -29,7 +29,6 @@ extern "C" {
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/wait_event.h"
 }
@@ -215,27 +214,13 @@ join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t bo
 		return joined;
 	}
 
-	/*
-	 * One joiner at a time writes the row, and no joiner waits for another:
-	 * the lock is held until the joining transaction ends, with its row not
-	 * committed yet, and waiting for that could close a cycle with whatever
-	 * else the two transactions lock (two multi-node transactions of Citus
-	 * did, in test 040; test 067).  A session that does not get it joins on
-	 * a floor of its own, computed now: every joiner's floor covers every ID
-	 * the database issued under its own numbering (floor_above_all_issued()),
-	 * so its workers start above that whichever row is recorded, and the
-	 * other's row, or the next joiner's if that one rolls back, records the
-	 * database's floor.
-	 */
-	if (!ConditionalLockRelationOid(membership_relid(), ShareRowExclusiveLock))
-		return floor_above_all_issued(now_delta, borrow_units);
-
 	int64_t floor = floor_above_all_issued(now_delta, borrow_units);
 
 	values[1] = Int64GetDatum(floor);
 	/*
-	 * A joiner that committed since the look above: its floor holds (it
-	 * covers every ID issued before either joined), and ours would only be
+	 * Another session of this database may be joining at the same moment:
+	 * then its floor holds (it covers every ID issued before either joined),
+	 * and ours, computed after its first claim committed, would only be
 	 * higher than needed.  Joining another registry replaces the row.
 	 */
 	if (spi_run("INSERT INTO uidgen.membership AS m (registry, joined_at, join_floor, registry_id) "
