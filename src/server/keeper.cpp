@@ -55,14 +55,6 @@ SharedGenerator *kept = nullptr;
 /* The worker table and layout its workers were claimed under. */
 std::optional<Registration> registration;
 
-/*
- * The reservation the keeper last published for each private worker it
- * lent, in the order of SharedGenerator::privates: only the keeper writes
- * them, and its exit retires each worker at its own without taking the
- * privates' lock (an error may have left it held).
- */
-int64_t lent_reserved[max_private_workers];
-
 template <typename Work>
 void
 in_transaction(Work work)
@@ -261,7 +253,7 @@ raise_reservations(SharedGenerator *g, const Layout &layout)
 			PrivateWorker &lent = g->privates[i];
 
 			if (privates.cap[i] && lent.worker == privates.lent[i].worker && !lent.withdrawn)
-				lent_reserved[i] = lent.reserved_until = std::max(lent.reserved_until, std::min(covered, *privates.cap[i]));
+				lent.reserved_until = std::max(lent.reserved_until, std::min(covered, *privates.cap[i]));
 		}
 		LWLockRelease(&g->privates_lock);
 	});
@@ -309,7 +301,6 @@ publish_private_worker(SharedGenerator *g, const Registration &r)
 	int64_t reserved = std::min(g->reserved_until.load(), *cap);
 	pg_call([g, &r, reserved] {
 		LWLockAcquire(&g->privates_lock, LW_EXCLUSIVE);
-		lent_reserved[g->private_count] = reserved;
 		g->privates[g->private_count++] = PrivateWorker{r.claim.worker, r.claim.floor_delta, reserved, 0, false, r.lease};
 		LWLockRelease(&g->privates_lock);
 	});
@@ -468,18 +459,18 @@ record_failure(SharedGenerator *g)
 
 /*
  * What the borrowers of worker may have issued under it: its own
- * reservation once lent; one claimed but never lent issued nothing.
+ * reservation once lent; one claimed but never lent issued nothing.  Read
+ * without the privates' lock, which an error may have left held: only this
+ * process, the keeper, writes the list, its workers and their reservations
+ * (borrowers write only borrower_pid and floor_delta).
  */
 int64_t
-private_reserved_until(SharedGenerator *g, int64_t worker, int64_t never_lent)
+private_reserved_until(SharedGenerator *g, int64_t worker)
 {
-	int64_t reserved = never_lent;
-
-	/* Only this process changes the list and the reservations: read without the lock. */
 	for (int i = 0; i < g->private_count; i++)
 		if (g->privates[i].worker == worker)
-			reserved = lent_reserved[i];
-	return reserved;
+			return g->privates[i].reserved_until;
+	return Generator::no_floor;
 }
 
 /*
@@ -508,7 +499,7 @@ release_at_keeper_exit()
 
 		if (held.use != WorkerUse::Candidate)
 			retire_worker(held.worker_table, held.worker,
-						  shared ? last_shared : private_reserved_until(g, held.worker, Generator::no_floor));
+						  shared ? last_shared : private_reserved_until(g, held.worker));
 	}
 	release_at_exit();
 	unlock_all_workers();

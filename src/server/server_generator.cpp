@@ -332,6 +332,32 @@ refuse_past_ceiling(const Layout &layout, int64_t worker, const LeaseId &lease, 
 }
 
 /*
+ * One round of a wait for a reservation that does not cover delta yet:
+ * asks the keeper to raise it, raises the ceiling's error (under a lease)
+ * or the keeper's timeout once deadline has passed, and sleeps until the
+ * slot changes, at most 100 ms.  For the cursor's reservation and a
+ * borrowed worker's alike.
+ */
+void
+ask_keeper_and_wait(Source &source, int64_t delta, int64_t worker, const std::optional<LeaseId> &lease,
+					int64_t deadline)
+{
+	SharedGenerator *g = source.shared;
+
+	g->waits.fetch_add(1, std::memory_order_relaxed);
+	int64_t wanted = g->wanted_until.load();
+	while (wanted < delta && !g->wanted_until.compare_exchange_weak(wanted, delta))
+	{
+	}
+	wake_keeper(g);
+	if (lease)
+		refuse_past_ceiling(source.cache.words().layout(), worker, *lease, delta);
+	if (backend_clock().now_ms() >= deadline)
+		raise_keeper_timeout("extend the time reservation");
+	sleep_on(g, 100);
+}
+
+/*
  * Waits until the reservation covers delta and returns it; nullopt when the
  * source ended meanwhile.  The reservation is read together with the
  * generation and the stage, under the mutex that publish() writes them
@@ -366,17 +392,7 @@ wait_for_reservation(Source &source, int64_t delta)
 		source.reserved = reserved;
 		if (delta <= reserved)
 			return reserved;
-		g->waits.fetch_add(1, std::memory_order_relaxed);
-		int64_t wanted = g->wanted_until.load();
-		while (wanted < delta && !g->wanted_until.compare_exchange_weak(wanted, delta))
-		{
-		}
-		wake_keeper(g);
-		if (leased)
-			refuse_past_ceiling(source.cache.words().layout(), worker, lease, delta);
-		if (backend_clock().now_ms() >= deadline)
-			raise_keeper_timeout("extend the time reservation");
-		sleep_on(g, 100);
+		ask_keeper_and_wait(source, delta, worker, leased ? std::optional<LeaseId>(lease) : std::nullopt, deadline);
 	}
 }
 
@@ -422,17 +438,8 @@ wait_for_private_reservation(Source &source, int64_t delta)
 			return seen.reserved_until;
 		if (seen.withdrawn)
 			throw BorrowWithdrawn();
-		g->waits.fetch_add(1, std::memory_order_relaxed);
-		int64_t wanted = g->wanted_until.load();
-		while (wanted < delta && !g->wanted_until.compare_exchange_weak(wanted, delta))
-		{
-		}
-		wake_keeper(g);
-		if (seen.lease != LeaseId{})
-			refuse_past_ceiling(source.cache.words().layout(), worker, seen.lease, delta);
-		if (backend_clock().now_ms() >= deadline)
-			raise_keeper_timeout("extend the time reservation");
-		sleep_on(g, 100);
+		ask_keeper_and_wait(source, delta, worker,
+							seen.lease != LeaseId{} ? std::optional<LeaseId>(seen.lease) : std::nullopt, deadline);
 	}
 }
 
