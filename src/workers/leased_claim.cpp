@@ -151,7 +151,7 @@ agent_registry_text(char out[UUID_LEN * 2 + 5])
  * The floor above every ID this database issued or may still issue under a
  * worker it holds: the latest unit any of its workers reached, its time
  * reservation once no raise is under way, and now + max_borrow; no floor
- * when no worker ever registered in it.  First the count of joins: a
+ * when no worker was ever claimed in it.  First the count of joins: a
  * worker claimed without a registry extends no further than what is read
  * here (lease_table.hpp, joins_so_far()), even in a statement that runs
  * across the reload.
@@ -161,16 +161,21 @@ floor_above_all_issued(int64_t now_delta, int64_t borrow_units)
 {
 	count_join();
 	int64_t reserved = settled_reserved_until().value_or(Generator::no_floor);
-	spi_run("SELECT coalesce(max(last_time), -1), count(*) FROM uidgen.worker_node", 0, nullptr, nullptr,
-			Visibility::Latest, SPI_OK_SELECT);
-	int64_t last_time = spi_int64(0, 0);
-	bool ever_issued = spi_int64(0, 1) > 0;
 	/*
-	 * A database that never registered a worker has nothing to stay above:
-	 * a transaction that stored an ID committed its worker's claim too.  (Its
-	 * mark is not a sign of IDs: creating the extension sets it ahead.)
+	 * A claim not committed yet shows no row, but its fresh worker id was
+	 * taken from the sequence, which no rollback undoes: a session may be
+	 * issuing under it in a transaction still open (test 067).  Reused
+	 * workers and a copy's have committed rows.  A database that never took
+	 * a worker has nothing to stay above; its mark is no sign of IDs, since
+	 * creating the extension sets it ahead.
 	 */
-	return ever_issued ? std::max({last_time, now_delta + borrow_units, reserved}) : Generator::no_floor;
+	spi_run("SELECT coalesce(max(last_time), -1), count(*) > 0 OR (SELECT is_called FROM uidgen.worker_node_id_seq) "
+			"FROM uidgen.worker_node",
+			0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
+	int64_t last_time = spi_int64(0, 0);
+	bool ever_claimed = spi_bool(0, 1);
+
+	return ever_claimed ? std::max({last_time, now_delta + borrow_units, reserved}) : Generator::no_floor;
 }
 
 namespace {
