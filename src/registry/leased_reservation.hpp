@@ -117,17 +117,18 @@ public:
 			refuse_if_joined();
 			return covered;
 		}
+		/* Not raising the database's reservation for units the lease does not cover. */
+		refuse_unless_covered(delta, lease_cap_delta(lease_, layout_));
+		int64_t covered = database_.extend(delta);
+		/*
+		 * The cap again, after the raise: uid_registry_move() drops the
+		 * blocks of the registry it leaves, then reads the reservation its
+		 * floor starts above.  A cap read here is from before the drop, so
+		 * the raise is below the move's floor; after it, there is no cap.
+		 */
 		std::optional<int64_t> cap = lease_cap_delta(lease_, layout_);
-		if (!cap || *cap < delta)
-		{
-			lost_ = true;
-			recheck_ |= Recheck::lease_ended;
-			std::optional<int64_t> ceiling = cap ? lease_ceiling_delta(lease_) : std::nullopt;
-			if (ceiling && *ceiling < delta)
-				throw_past_ceiling(worker_, layout_, delta, *ceiling);
-			throw_lease_ended(worker_);
-		}
-		return std::min(database_.extend(delta), *cap);
+		refuse_unless_covered(delta, cap);
+		return std::min(covered, *cap);
 	}
 
 	bool leased() const { return leased_; }
@@ -136,6 +137,18 @@ public:
 	bool lost() const { return lost_; }
 
 private:
+	void refuse_unless_covered(int64_t delta, std::optional<int64_t> cap)
+	{
+		if (cap && *cap >= delta)
+			return;
+		lost_ = true;
+		recheck_ |= Recheck::lease_ended;
+		std::optional<int64_t> ceiling = cap ? lease_ceiling_delta(lease_) : std::nullopt;
+		if (ceiling && *ceiling < delta)
+			throw_past_ceiling(worker_, layout_, delta, *ceiling);
+		throw_lease_ended(worker_);
+	}
+
 	void refuse_if_joined()
 	{
 		if (joins_so_far() == joins_seen_)

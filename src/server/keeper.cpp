@@ -244,6 +244,13 @@ raise_reservations(SharedGenerator *g, const Layout &layout)
 	/* Looked at again after the read, as LeasedReservation does. */
 	if (joined_since_claim())
 		return;
+	/*
+	 * And the caps, after the raise, as LeasedReservation does: a lease
+	 * that uid_registry_move() dropped since the first look must publish
+	 * nothing above the reservation the move's floor started above.
+	 */
+	own_cap = cursor_cap(layout);
+	privates = private_caps(g, layout);
 	if (std::min(covered, own_cap) > g->reserved_until.load())
 		g->reserved_until.store(std::min(covered, own_cap));
 	pg_call([g, &privates, covered] {
