@@ -31,6 +31,7 @@
 #include "pg/guard.hpp"
 #include "pg/identity.hpp"
 #include "pg/pg_clock.hpp"
+#include "pg/relation_lock.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "registry/lease_table.hpp"
@@ -260,7 +261,7 @@ resume_after_lost_locks()
 	/* As at registration: no committer that would wait for this transaction's locks on the table. */
 	Oid worker_table = issuing.worker_table();
 	if (!with_spi(Rights::Owner, [worker_table, worker] {
-			return !worker_table_locked_here(worker_table, RowShareLock) && commit_claim_apart(worker);
+			return !relation_locked_here(worker_table, RowShareLock) && commit_claim_apart(worker);
 		}))
 	{
 		/* Released at exit above what anyone issued under it meanwhile, not only above our own IDs. */

@@ -73,13 +73,13 @@ const Layout &decoding_layout();
 Layout read_layout(bool latest, char **original_identity = nullptr);
 
 /*
- * Inside an SPI connection: whether a worker has ever registered (then the
- * layout is fixed for good); whether this database, as a registry, has ever
+ * Inside an SPI connection: whether a worker was ever claimed, committed or
+ * not (then IDs may have been issued, and the layout is fixed for good); whether this database, as a registry, has ever
  * leased a block (then its members issue under its layout, fixed for good
  * too); and setting the layout (layout_funcs.cpp; returns whether it can
  * still change).
  */
-bool layout_is_in_use();
+bool worker_ever_claimed();
 bool registry_has_leased();
 bool change_layout(const Layout &layout, TimestampTz epoch);
 

@@ -36,9 +36,13 @@ extern "C" {
 using namespace uidgen;
 using namespace uidgen::pg;
 
-/* Whether a worker has ever registered: then the layout is fixed for good. */
+/*
+ * Whether a worker was ever claimed in this database, committed or not (a
+ * claim in progress took its fresh id from the sequence, which no rollback
+ * undoes): then IDs may have been issued, and the layout is fixed for good.
+ */
 bool
-uidgen::pg::layout_is_in_use()
+uidgen::pg::worker_ever_claimed()
 {
 	spi_run("SELECT (SELECT is_called FROM uidgen.worker_node_id_seq) "
 			"    OR EXISTS (SELECT FROM uidgen.worker_node)",
@@ -239,7 +243,7 @@ UIDGEN_FUNCTION(uid_layout)
 	/* A copy: the SPI below may process an invalidation that resets the cache. */
 	Layout layout = database_layout();
 
-	bool configurable = with_spi(Rights::Caller, [] { return !layout_is_in_use() && !registry_has_leased(); });
+	bool configurable = with_spi(Rights::Caller, [] { return !worker_ever_claimed() && !registry_has_leased(); });
 
 	return layout_info_datum(fcinfo, layout, configurable);
 }
@@ -262,7 +266,7 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch)
 	{
 		Layout::Text current_text = current.describe_text();
 
-		if (layout_is_in_use())
+		if (worker_ever_claimed())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("cannot change the layout once workers have registered"),
@@ -294,7 +298,7 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch)
 		CacheInvalidateRelcacheByRelid(config_relid());
 		forget_catalog_cache();
 	}
-	return !layout_is_in_use() && !registry_has_leased();
+	return !worker_ever_claimed() && !registry_has_leased();
 }
 
 /*

@@ -9,6 +9,7 @@
 #include "pg/guard.hpp"
 #include "pg/identity.hpp"
 #include "pg/pg_clock.hpp"
+#include "pg/relation_lock.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "registry/lease_table.hpp"
@@ -156,7 +157,7 @@ claim_new_worker(ClaimCommit commit)
 		Claimant claimant = identify_claimant(original_identity);
 		/* A committer would wait for this transaction: then no claim is committed apart. */
 		bool apart = commit == ClaimCommit::Apart && !leased;
-		bool locked_here = apart && worker_table_locked_here(relid, RowShareLock);
+		bool locked_here = apart && relation_locked_here(relid, RowShareLock);
 		LeaseId lease{};
 		Claim claim = leased ? claim_leased_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse,
 												   &lease)
@@ -179,7 +180,7 @@ claim_new_worker(ClaimCommit commit)
 		 * wrote: it counts as a claim written here, which PREPARE refuses (a
 		 * prepared transaction would hold them).
 		 */
-		bool settled = committed && !worker_table_locked_here(relid, RowExclusiveLock);
+		bool settled = committed && !relation_locked_here(relid, RowExclusiveLock);
 		return Registration{relid, layout, claim, leased, joins, lease, settled};
 	});
 

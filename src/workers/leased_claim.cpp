@@ -18,10 +18,12 @@
 #include "core/generator.hpp"
 #include "layout/catalog.hpp"
 #include "layout/reservation.hpp"
+#include "pg/relation_lock.hpp"
 #include "pg/spi.hpp"
 #include "pg/time_convert.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_pin.hpp"
+#include "workers/join_committer.hpp"
 #include "workers/worker_lock.hpp"
 
 extern "C" {
@@ -131,18 +133,16 @@ reuse_granted_worker(const Layout &layout, const char *identity, Oid worker_tabl
 	return false;
 }
 
-/* The identity of the registry this server's agent pinned, as text. */
+/* The identity of the registry this server's agent pinned, and as text. */
 void
-agent_registry_text(char out[UUID_LEN * 2 + 5])
+agent_registry(pg_uuid_t *id, char text[UUID_LEN * 2 + 5])
 {
-	pg_uuid_t pinned;
-
-	if (!pinned_registry(&pinned))
+	if (!pinned_registry(id))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("the uidgen registry agent has not read its registry's identity yet"),
 				 errhint("See uidgen.registry_status, and run the command again.")));
-	uuid_text(pinned, out);
+	uuid_text(*id, text);
 }
 
 } // namespace
@@ -161,21 +161,76 @@ floor_above_all_issued(int64_t now_delta, int64_t borrow_units)
 {
 	count_join();
 	int64_t reserved = settled_reserved_until().value_or(Generator::no_floor);
-	/*
-	 * A claim not committed yet shows no row, but its fresh worker id was
-	 * taken from the sequence, which no rollback undoes: a session may be
-	 * issuing under it in a transaction still open (test 067).  Reused
-	 * workers and a copy's have committed rows.  A database that never took
-	 * a worker has nothing to stay above; its mark is no sign of IDs, since
-	 * creating the extension sets it ahead.
-	 */
-	spi_run("SELECT coalesce(max(last_time), -1), count(*) > 0 OR (SELECT is_called FROM uidgen.worker_node_id_seq) "
-			"FROM uidgen.worker_node",
-			0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
+	spi_run("SELECT coalesce(max(last_time), -1) FROM uidgen.worker_node", 0, nullptr, nullptr, Visibility::Latest,
+			SPI_OK_SELECT);
 	int64_t last_time = spi_int64(0, 0);
-	bool ever_claimed = spi_bool(0, 1);
+	/*
+	 * Not whether a row shows: a session may be issuing under a first claim
+	 * not committed yet (test 067).  A database that never took a worker has
+	 * nothing to stay above; its mark is no sign of IDs, since creating the
+	 * extension sets it ahead.
+	 */
+	bool ever_claimed = worker_ever_claimed();
 
 	return ever_claimed ? std::max({last_time, now_delta + borrow_units, reserved}) : Generator::no_floor;
+}
+
+std::optional<int64_t>
+joined_floor(const char *registry, const char *pinned)
+{
+	Oid types[1] = {TEXTOID};
+	Datum values[1] = {CStringGetTextDatum(registry)};
+
+	if (spi_run("SELECT join_floor, registry_id::text FROM uidgen.membership WHERE registry = $1", 1, types, values,
+				Visibility::Latest, SPI_OK_SELECT) == 0)
+		return std::nullopt;
+
+	int64_t joined = spi_int64(0, 0);
+	char *joined_id = spi_text(0, 1);
+
+	/* Another registry behind the same name knows nothing of this database's workers. */
+	if (strcmp(joined_id, pinned) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION),
+				 errmsg("database \"%s\" joined uidgen registry %s, but \"%s\" is registry %s",
+						get_database_name(MyDatabaseId), joined_id, registry, pinned),
+				 errdetail("The registry was created again, rebuilt or replaced since this database joined it, "
+						   "and knows nothing of the workers this database was leased; this database takes no "
+						   "worker from it."),
+				 errhint("To move this database to that registry on purpose, run SELECT uid_registry_move() "
+						 "in it, as in every member database; otherwise set uidgen.registry to the registry "
+						 "it joined.")));
+	return joined;
+}
+
+int64_t
+write_join(const char *registry, const char *pinned, const char *identity, Oid worker_table, int64_t now_delta,
+		   int64_t borrow_units)
+{
+	int64_t floor = floor_above_all_issued(now_delta, borrow_units);
+	Oid types[3] = {TEXTOID, INT8OID, TEXTOID};
+	Datum values[3] = {CStringGetTextDatum(registry), Int64GetDatum(floor), CStringGetTextDatum(pinned)};
+
+	/*
+	 * Another session of this database may be joining at the same moment:
+	 * then its floor holds (it covers every ID issued before either joined),
+	 * and ours, computed after its count of the join, would only be higher
+	 * than needed.  Joining another registry replaces the row.
+	 */
+	if (spi_run("INSERT INTO uidgen.membership AS m (registry, joined_at, join_floor, registry_id) "
+				"VALUES ($1, now(), $2, $3::uuid) "
+				"ON CONFLICT (singleton) DO UPDATE SET registry = excluded.registry, joined_at = excluded.joined_at, "
+				"    join_floor = greatest(m.join_floor, excluded.join_floor), registry_id = excluded.registry_id "
+				"    WHERE m.registry <> excluded.registry "
+				"RETURNING join_floor",
+				3, types, values, Visibility::Latest, SPI_OK_INSERT_RETURNING) == 0)
+		return joined_floor(registry, pinned).value_or(floor);
+	(void) release_dead_workers(worker_table, identity, floor);
+	ereport(LOG,
+			(errmsg("uidgen: database \"%s\" joined the registry \"%s\"", get_database_name(MyDatabaseId),
+					registry),
+			 errdetail("Its workers start above time unit %lld from now on.", static_cast<long long>(floor))));
+	return floor;
 }
 
 namespace {
@@ -186,6 +241,12 @@ namespace {
  * without a registry is at or below the floor (the time reservation covers
  * them, and such workers stop at it), and every worker it claims from the
  * registry's blocks starts above it.  Its old workers are retired.
+ *
+ * The join is committed in a transaction of its own, by the join committer,
+ * unless this transaction locked a table the committer writes (it would
+ * wait for us): the caller's transaction may hold locks that another
+ * session's, joining at the same moment, wants, and a join written here
+ * would make that session wait for ours, closing a lock cycle.
  */
 int64_t
 join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t borrow_units)
@@ -193,57 +254,19 @@ join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t bo
 	char registry[registry_text_size];
 	describe_current_registry(registry);
 
+	pg_uuid_t pinned_id;
 	char pinned[UUID_LEN * 2 + 5];
-	agent_registry_text(pinned);
+	agent_registry(&pinned_id, pinned);
 
-	Oid types[3] = {TEXTOID, INT8OID, TEXTOID};
-	Datum values[3] = {CStringGetTextDatum(registry), Int64GetDatum(0), CStringGetTextDatum(pinned)};
-	if (spi_run("SELECT join_floor, registry_id::text FROM uidgen.membership WHERE registry = $1", 1, types, values,
-				Visibility::Latest, SPI_OK_SELECT) == 1)
+	if (std::optional<int64_t> joined = joined_floor(registry, pinned))
+		return *joined;
+	if (!relation_locked_here(worker_table, RowShareLock) && !relation_locked_here(membership_relid(), RowShareLock) &&
+		commit_join_apart(registry, pinned_id, now_delta, borrow_units))
 	{
-		int64_t joined = spi_int64(0, 0);
-		char *joined_id = spi_text(0, 1);
-
-		/* Another registry behind the same name knows nothing of this database's workers. */
-		if (strcmp(joined_id, pinned) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION),
-					 errmsg("database \"%s\" joined uidgen registry %s, but \"%s\" is registry %s",
-							get_database_name(MyDatabaseId), joined_id, registry, pinned),
-					 errdetail("The registry was created again, rebuilt or replaced since this database joined it, "
-							   "and knows nothing of the workers this database was leased; this database takes no "
-							   "worker from it."),
-					 errhint("To move this database to that registry on purpose, run SELECT uid_registry_move() "
-							 "in it, as in every member database; otherwise set uidgen.registry to the registry "
-							 "it joined.")));
-		return joined;
+		if (std::optional<int64_t> joined = joined_floor(registry, pinned))
+			return *joined;
 	}
-
-	int64_t floor = floor_above_all_issued(now_delta, borrow_units);
-
-	values[1] = Int64GetDatum(floor);
-	/*
-	 * Another session of this database may be joining at the same moment:
-	 * then its floor holds (it covers every ID issued before either joined),
-	 * and ours, computed after its first claim committed, would only be
-	 * higher than needed.  Joining another registry replaces the row.
-	 */
-	if (spi_run("INSERT INTO uidgen.membership AS m (registry, joined_at, join_floor, registry_id) "
-				"VALUES ($1, now(), $2, $3::uuid) "
-				"ON CONFLICT (singleton) DO UPDATE SET registry = excluded.registry, joined_at = excluded.joined_at, "
-				"    join_floor = greatest(m.join_floor, excluded.join_floor), registry_id = excluded.registry_id "
-				"    WHERE m.registry <> excluded.registry "
-				"RETURNING join_floor",
-				3, types, values, Visibility::Latest, SPI_OK_INSERT_RETURNING) == 0 &&
-		spi_run("SELECT join_floor FROM uidgen.membership WHERE registry = $1", 1, types, values, Visibility::Latest,
-				SPI_OK_SELECT) == 1)
-		return spi_int64(0, 0);
-	(void) release_dead_workers(worker_table, identity, floor);
-	ereport(LOG,
-			(errmsg("uidgen: database \"%s\" joined the registry \"%s\"", get_database_name(MyDatabaseId),
-					registry),
-			 errdetail("Its workers start above time unit %lld from now on.", static_cast<long long>(floor))));
-	return floor;
+	return write_join(registry, pinned, identity, worker_table, now_delta, borrow_units);
 }
 
 } // namespace
@@ -259,7 +282,7 @@ adopt_registry_layout()
 
 	if (fleet == current)
 		return;
-	if (layout_is_in_use())
+	if (worker_ever_claimed())
 	{
 		Layout::Text here = current.describe_text();
 		Layout::Text there = fleet.describe_text();

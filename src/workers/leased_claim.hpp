@@ -12,6 +12,8 @@
 #include "registry/lease_table.hpp"
 #include "workers/worker_table.hpp"
 
+#include <optional>
+
 namespace uidgen::pg {
 
 /*
@@ -35,10 +37,28 @@ Claim claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid wo
  * The time unit above every ID this database issued, or may still issue
  * under a worker it holds (its workers' last units, its time reservation
  * once no raise is under way, now + max_borrow); Generator::no_floor when
- * no worker ever registered in it.  Counts a join first (lease_table.hpp,
+ * no worker was ever claimed in it.  Counts a join first (lease_table.hpp,
  * joins_so_far()), so that a worker claimed without a registry extends its
  * reservation no further.
  */
 int64_t floor_above_all_issued(int64_t now_delta, int64_t borrow_units);
+
+/*
+ * The floor at which this database joined registry (uidgen.registry's text
+ * without secrets), whose identity is pinned (as text); nullopt when it has
+ * not joined it.  Errors (08004) when it joined another registry of that
+ * name.
+ */
+std::optional<int64_t> joined_floor(const char *registry, const char *pinned);
+
+/*
+ * Joins this database to registry in the current transaction: records its
+ * join floor (floor_above_all_issued()) and the registry's identity in
+ * uidgen.membership, and releases its leaked workers at that floor.
+ * Returns the floor it joined at, another session's when that one joined
+ * first.
+ */
+int64_t write_join(const char *registry, const char *pinned, const char *identity, Oid worker_table,
+				   int64_t now_delta, int64_t borrow_units);
 
 } // namespace uidgen::pg

@@ -329,20 +329,6 @@ fresh_worker_left(const Layout &layout)
 }
 
 bool
-worker_table_locked_here(Oid worker_table, LOCKMODE mode)
-{
-	/* A cached OID: DROP EXTENSION may have removed the table since, which is no lock of ours. */
-	Relation rel = try_relation_open(worker_table, AccessShareLock);
-
-	if (rel == nullptr)
-		return false;
-	bool locked = CheckRelationLockedByMe(rel, mode, true);
-
-	relation_close(rel, NoLock);
-	return locked;
-}
-
-bool
 claim_is_committed(int64_t worker)
 {
 	Oid types[3] = {INT8OID, INT4OID, TIMESTAMPTZOID};

@@ -105,13 +105,6 @@ void write_claim(int64_t worker, const char *identity, const ClaimHolder &holder
 /* Whether the database's sequence has a fresh worker id left under the layout. */
 bool fresh_worker_left(const Layout &layout);
 
-/*
- * Whether the current transaction holds a lock of mode or stronger on the
- * worker table: it wrote or locked rows of it (release_dead_workers(),
- * uid_reclaim_workers(), SELECT ... FOR UPDATE, LOCK TABLE).
- */
-bool worker_table_locked_here(Oid worker_table, LOCKMODE mode);
-
 /* Whether worker's row, as committed by now, reads active and held by this backend. */
 bool claim_is_committed(int64_t worker);
 

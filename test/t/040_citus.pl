@@ -139,12 +139,6 @@ my $dir = PostgreSQL::Test::Utils::tempdir();
 # The IDs of every round, for the check across rounds.
 my @all_ids;
 
-# Each database joins the registry with a first ID before the rounds: the
-# first joins of a database wait for one another's membership row, and two
-# of them at once inside multi-node transactions can deadlock (one fails;
-# docs/design.md 8.6).  A session's first claim still happens in the rounds.
-$_->safe_psql('postgres', 'SELECT uid_next()') for $coordinator, $w1, $w2;
-
 round('backend');
 
 # The same after a restart of the three servers in scope server: new server
