@@ -382,9 +382,10 @@ run_keeper(SharedGenerator *g)
 		DatabaseReservation reservation(registration->layout);
 		int64_t now = registration->layout.delta_at(backend_clock().now_ms());
 		int64_t first = std::max(now, registration->claim.floor_delta + 1);
-		covered = std::min(reservation.extend(std::min(first + units_of_ms(registration->layout, raise_ahead_ms),
-													   registration->layout.max_delta())),
-						   cursor_cap(registration->layout));
+		int64_t raised = reservation.extend(
+			std::min(first + units_of_ms(registration->layout, raise_ahead_ms), registration->layout.max_delta()));
+		/* The cap after the raise, in a statement of its own (raise_reservations() says why). */
+		covered = std::min(raised, cursor_cap(registration->layout));
 	});
 	/* A join since the claim: the next keeper claims from the registry. */
 	if (joined_since_claim())

@@ -27,11 +27,12 @@ namespace uidgen::pg {
  * Has a background worker join this database to registry (the text of
  * uidgen.registry without secrets, as describe_current_registry() gives
  * it), whose identity the server's agent pinned as registry_id, and commit
- * it, flushed to local disk; waits for it.  True once the background worker
- * ran to its end: the caller then reads the membership row, which is absent
- * when the background worker saw another uidgen.registry (a reload between)
- * and wrote nothing.  False when none could be started or it failed: the
- * caller joins in its own transaction.
+ * it, flushed to local disk; waits for it to end.  True once it ended, in
+ * success or error: the caller then reads the membership row, which is
+ * absent when the background worker failed or saw another uidgen.registry
+ * (a reload between) and wrote nothing.  False when none could be started
+ * or the postmaster died.  Either way, a caller that finds no row joins in
+ * its own transaction.
  */
 bool commit_join_apart(const char *registry, const pg_uuid_t &registry_id, int64_t now_delta, int64_t borrow_units);
 

@@ -151,7 +151,7 @@ agent_registry(pg_uuid_t *id, char text[UUID_LEN * 2 + 5])
  * The floor above every ID this database issued or may still issue under a
  * worker it holds: the latest unit any of its workers reached, its time
  * reservation once no raise is under way, and now + max_borrow; no floor
- * when no worker was ever claimed in it.  First the count of joins: a
+ * when it cannot have issued any (may_have_issued()).  First the count of joins: a
  * worker claimed without a registry extends no further than what is read
  * here (lease_table.hpp, joins_so_far()), even in a statement that runs
  * across the reload.
@@ -166,13 +166,14 @@ floor_above_all_issued(int64_t now_delta, int64_t borrow_units)
 	int64_t last_time = spi_int64(0, 0);
 	/*
 	 * Not whether a row shows: a session may be issuing under a first claim
-	 * not committed yet (test 067).  A database that never took a worker has
-	 * nothing to stay above; its mark is no sign of IDs, since creating the
-	 * extension sets it ahead.
+	 * not committed yet (test 067), of the database's own numbering or from
+	 * the blocks of a registry joined before.  A database that never did
+	 * has nothing to stay above; its mark is no sign of IDs, since creating
+	 * the extension sets it ahead.
 	 */
-	bool ever_claimed = worker_ever_claimed();
+	bool issued = may_have_issued();
 
-	return ever_claimed ? std::max({last_time, now_delta + borrow_units, reserved}) : Generator::no_floor;
+	return issued ? std::max({last_time, now_delta + borrow_units, reserved}) : Generator::no_floor;
 }
 
 std::optional<int64_t>
@@ -282,7 +283,7 @@ adopt_registry_layout()
 
 	if (fleet == current)
 		return;
-	if (worker_ever_claimed())
+	if (may_have_issued())
 	{
 		Layout::Text here = current.describe_text();
 		Layout::Text there = fleet.describe_text();
