@@ -77,19 +77,22 @@ begin_committer_session(Oid database, const char *application_name)
 {
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
-	pgstat_report_appname(application_name);
 
 	/*
 	 * On disk before the backend issues under what it commits, as the time
 	 * reservation's raises are (a local flush: a synchronous standby that
 	 * does not answer must not hold a registration); never waiting long for
-	 * a lock.
+	 * a lock, from the start: connecting reads catalogs, whose locks the
+	 * backend's transaction may hold (LOCK pg_class), and the backend waits
+	 * for us (test 068).
 	 */
 	SetConfigOption("synchronous_commit", "local", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("lock_timeout", committer_lock_timeout, PGC_SUSET, PGC_S_OVERRIDE);
+
+	BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+	pgstat_report_appname(application_name);
 }
 
 } // namespace uidgen::pg

@@ -79,4 +79,16 @@ $c->query_safe('COMMIT');
 $c->quit;
 is($m->safe_psql('third', 'SELECT count(*) FROM uidgen.membership'), '1', 'and its join commits with it');
 
+# A transaction holding a lock that a background worker needs to start or
+# to plan its statements (here pg_class's, which it reads as it connects):
+# its committer gives up (its lock_timeout), and the session joins in its
+# own transaction rather than wait for it without end.
+$m->safe_psql('postgres', 'CREATE DATABASE fourth');
+$m->safe_psql('fourth', 'CREATE EXTENSION uidgen');
+my $t0 = time;
+my ($ret4, $out4, $err4) = $m->psql('fourth', q{SET statement_timeout = '60s';
+	BEGIN; LOCK TABLE pg_catalog.pg_class IN ACCESS EXCLUSIVE MODE; SELECT uid_next() > 0; COMMIT;});
+is("$ret4 $out4", '0 t', "a transaction that locked pg_class takes its first ID, after @{[time - $t0]} s") or diag($err4);
+is($m->safe_psql('fourth', 'SELECT count(*) FROM uidgen.membership'), '1', 'and its join committed with it');
+
 done_testing();
