@@ -147,6 +147,21 @@ for my $pair ($fleet->member_databases)
 	{
 		push @not_issuing, $node->name . "/$db";
 		say_line($node->name . "/$db ISSUES NO ID within three lease TTLs (" . 3 * $ttl . ' s)');
+		# What it waits for, to tell a fault the check did not foresee from a bug.
+		my ($ret, $out, $err) = $node->psql($db, q{
+			SELECT 'membership: ' || registry_id || ' floor ' || join_floor FROM uidgen.membership;
+			SELECT 'registry: ' || agent_status || ' block ' || coalesce(block::text, '-') || ' floor '
+			       || coalesce(floor_delta::text, '-') || ' left ' || coalesce(lease_left_ms::text, '-')
+			       || ' granted ' || coalesce(workers_granted::text, '-') || ' error ' || coalesce(error, '-')
+			  FROM uidgen.registry_status;
+			SELECT 'process: ' || backend_type || ' ' || coalesce(wait_event_type || '/' || wait_event, 'running')
+			       || ' ' || coalesce(state, '') || ' ' || left(coalesce(query, ''), 60)
+			  FROM pg_stat_activity WHERE backend_type LIKE 'uidgen%' OR datname = current_database();
+			SELECT 'now unit: ' || ((extract(epoch FROM clock_timestamp()) * 1000)::bigint
+			       - (extract(epoch FROM epoch) * 1000)::bigint) / CASE unit WHEN 'second' THEN 1000 ELSE 1 END
+			  FROM uidgen.config;
+			SELECT 'try: ' || uid_next();});
+		say_line("  $_") for split /\n/, $out . ($err ? "\n$err" : '');
 	}
 }
 # The clients run a little longer on the healed fleet.
