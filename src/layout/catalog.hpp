@@ -73,14 +73,13 @@ const Layout &decoding_layout();
 Layout read_layout(bool latest, char **original_identity = nullptr);
 
 /*
- * Inside an SPI connection: whether this database may have issued IDs (a
- * worker was ever claimed, committed or not, or it joined a registry; then
- * its layout is fixed for good); whether this database, as a registry, has ever
+ * Inside an SPI connection: whether a worker was ever claimed, committed or
+ * not (then the layout is fixed for good); whether this database, as a registry, has ever
  * leased a block (then its members issue under its layout, fixed for good
  * too); and setting the layout (layout_funcs.cpp; returns whether it can
  * still change).
  */
-bool may_have_issued();
+bool worker_ever_claimed();
 bool registry_has_leased();
 bool change_layout(const Layout &layout, TimestampTz epoch);
 

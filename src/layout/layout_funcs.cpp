@@ -37,21 +37,15 @@ using namespace uidgen;
 using namespace uidgen::pg;
 
 /*
- * Whether this database may have issued IDs: a worker was ever claimed in
- * it, committed or not (a claim in progress took its fresh id from the
- * sequence, which no rollback undoes), or it joined a registry (a claim from
- * the registry's blocks takes no id from the sequence, and the join commits
- * before it).  Then the layout is fixed for good, and a join floor must be
- * above everything it issued.
+ * Whether a worker was ever claimed in this database, committed or not (a
+ * claim in progress took its fresh id from the sequence, which no rollback
+ * undoes): then the layout is fixed for good.
  */
 bool
-uidgen::pg::may_have_issued()
+uidgen::pg::worker_ever_claimed()
 {
-	const char *joined = OidIsValid(membership_relid()) ? " OR EXISTS (SELECT FROM uidgen.membership)" : "";
-
-	spi_run(psprintf("SELECT (SELECT is_called FROM uidgen.worker_node_id_seq) "
-					 "    OR EXISTS (SELECT FROM uidgen.worker_node)%s",
-					 joined),
+	spi_run("SELECT (SELECT is_called FROM uidgen.worker_node_id_seq) "
+			"    OR EXISTS (SELECT FROM uidgen.worker_node)",
 			0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
 	return spi_bool(0, 0);
 }
@@ -249,7 +243,7 @@ UIDGEN_FUNCTION(uid_layout)
 	/* A copy: the SPI below may process an invalidation that resets the cache. */
 	Layout layout = database_layout();
 
-	bool configurable = with_spi(Rights::Caller, [] { return !may_have_issued() && !registry_has_leased(); });
+	bool configurable = with_spi(Rights::Caller, [] { return !worker_ever_claimed() && !registry_has_leased(); });
 
 	return layout_info_datum(fcinfo, layout, configurable);
 }
@@ -272,7 +266,7 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch)
 	{
 		Layout::Text current_text = current.describe_text();
 
-		if (may_have_issued())
+		if (worker_ever_claimed())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("cannot change the layout once workers have registered"),
@@ -304,7 +298,7 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch)
 		CacheInvalidateRelcacheByRelid(config_relid());
 		forget_catalog_cache();
 	}
-	return !may_have_issued() && !registry_has_leased();
+	return !worker_ever_claimed() && !registry_has_leased();
 }
 
 /*

@@ -87,6 +87,23 @@ throw_past_ceiling(int64_t worker, const Layout &layout, int64_t delta, int64_t 
 				"Correct this server's clock; uidgen.registry_status shows how far it is from the registry's.");
 }
 
+/*
+ * Refuses a worker of lease, whose cap (lease_cap_delta(), nullopt once the
+ * lease ended) does not cover delta: with the ceiling's error when the
+ * clock asks for a unit above the ceiling, else the lease's end.
+ */
+inline void
+refuse_unless_covered(int64_t worker, const Layout &layout, const LeaseId &lease, int64_t delta,
+					  std::optional<int64_t> cap)
+{
+	if (cap && *cap >= delta)
+		return;
+	std::optional<int64_t> ceiling = cap ? lease_ceiling_delta(lease) : std::nullopt;
+	if (ceiling && *ceiling < delta)
+		throw_past_ceiling(worker, layout, delta, *ceiling);
+	throw_lease_ended(worker);
+}
+
 class LeasedReservation final : public TimeReservation
 {
 public:
@@ -143,10 +160,7 @@ private:
 			return;
 		lost_ = true;
 		recheck_ |= Recheck::lease_ended;
-		std::optional<int64_t> ceiling = cap ? lease_ceiling_delta(lease_) : std::nullopt;
-		if (ceiling && *ceiling < delta)
-			throw_past_ceiling(worker_, layout_, delta, *ceiling);
-		throw_lease_ended(worker_);
+		uidgen::pg::refuse_unless_covered(worker_, layout_, lease_, delta, cap);
 	}
 
 	void refuse_if_joined()

@@ -382,8 +382,19 @@ run_keeper(SharedGenerator *g)
 		DatabaseReservation reservation(registration->layout);
 		int64_t now = registration->layout.delta_at(backend_clock().now_ms());
 		int64_t first = std::max(now, registration->claim.floor_delta + 1);
-		int64_t raised = reservation.extend(
-			std::min(first + units_of_ms(registration->layout, raise_ahead_ms), registration->layout.max_delta()));
+		/*
+		 * Neither the cursor nor the database's reservation may start above
+		 * what the lease covers: a clock far ahead would set both there, and
+		 * the database would issue nothing once the clock is right, until the
+		 * fleet's time passed the clock's mistake (test 069).  Refused with
+		 * the error naming the offset; the next keeper starts afresh.
+		 */
+		if (registration->leased)
+			refuse_unless_covered(registration->claim.worker, registration->layout, registration->lease, first,
+								  lease_cap_delta(registration->lease, registration->layout));
+		int64_t raised = reservation.extend(std::min({first + units_of_ms(registration->layout, raise_ahead_ms),
+													  cursor_cap(registration->layout),
+													  registration->layout.max_delta()}));
 		/* The cap after the raise, in a statement of its own (raise_reservations() says why). */
 		covered = std::min(raised, cursor_cap(registration->layout));
 	});

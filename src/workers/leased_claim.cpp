@@ -149,31 +149,46 @@ agent_registry(pg_uuid_t *id, char text[UUID_LEN * 2 + 5])
 
 /*
  * The floor above every ID this database issued or may still issue under a
- * worker it holds: the latest unit any of its workers reached, its time
- * reservation once no raise is under way, and now + max_borrow; no floor
- * when it cannot have issued any (may_have_issued()).  First the count of joins: a
- * worker claimed without a registry extends no further than what is read
- * here (lease_table.hpp, joins_so_far()), even in a statement that runs
- * across the reload.
+ * worker it holds: the latest unit any of its workers reached and its time
+ * reservation once no raise is under way (for SQL older than the
+ * reservation, now + max_borrow); no floor when it cannot have issued any.
+ * First the count of joins: a worker claimed without a registry extends no
+ * further than what is read here (lease_table.hpp, joins_so_far()), even
+ * in a statement that runs across the reload.
  */
 int64_t
 floor_above_all_issued(int64_t now_delta, int64_t borrow_units)
 {
 	count_join();
-	int64_t reserved = settled_reserved_until().value_or(Generator::no_floor);
+	std::optional<int64_t> reserved = settled_reserved_until();
 	spi_run("SELECT coalesce(max(last_time), -1) FROM uidgen.worker_node", 0, nullptr, nullptr, Visibility::Latest,
 			SPI_OK_SELECT);
 	int64_t last_time = spi_int64(0, 0);
 	/*
 	 * Not whether a row shows: a session may be issuing under a first claim
-	 * not committed yet (test 067), of the database's own numbering or from
-	 * the blocks of a registry joined before.  A database that never did
-	 * has nothing to stay above; its mark is no sign of IDs, since creating
-	 * the extension sets it ahead.
+	 * not committed yet (test 067), of the database's own numbering (its
+	 * fresh id came from the sequence) or from the blocks of a registry it
+	 * joined before (that join's row committed first).  A database that did
+	 * neither has nothing to stay above; its mark is no sign of IDs, since
+	 * creating the extension sets it ahead.  (Not for the layout, which the
+	 * claim's transaction adopts: a join committed apart whose claim then
+	 * failed would fix a layout that was never issued under.)
 	 */
-	bool issued = may_have_issued();
+	bool issued = worker_ever_claimed() || spi_run("SELECT FROM uidgen.membership", 0, nullptr, nullptr,
+													 Visibility::Latest, SPI_OK_SELECT) > 0;
 
-	return issued ? std::max({last_time, now_delta + borrow_units, reserved}) : Generator::no_floor;
+	if (!issued)
+		return Generator::no_floor;
+	/*
+	 * Every ID is at or below the reservation its generator extended first;
+	 * now + max_borrow stands in only for SQL older than the reservation.
+	 * Not beside it: a clock far ahead for a moment would put the floor, and
+	 * everything above it, out of the fleet's reach until the fleet's time
+	 * passed the clock's mistake (test 069).
+	 */
+	if (!reserved)
+		return std::max(last_time, now_delta + borrow_units);
+	return std::max(last_time, *reserved);
 }
 
 std::optional<int64_t>
@@ -283,7 +298,7 @@ adopt_registry_layout()
 
 	if (fleet == current)
 		return;
-	if (may_have_issued())
+	if (worker_ever_claimed())
 	{
 		Layout::Text here = current.describe_text();
 		Layout::Text there = fleet.describe_text();
@@ -310,7 +325,8 @@ claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_t
 	{
 		if (reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
 			return claim;
-		if (release_dead_workers(worker_table, claimant.identity, now_delta + borrow_units) > 0 &&
+		/* Above the reservation (a leaked holder issued no more), not this server's clock: test 069. */
+		if (release_dead_workers(worker_table, claimant.identity, Generator::no_floor) > 0 &&
 			reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
 			return claim;
 	}

@@ -36,8 +36,8 @@ Claim claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid wo
 /*
  * The time unit above every ID this database issued, or may still issue
  * under a worker it holds (its workers' last units, its time reservation
- * once no raise is under way, now + max_borrow); Generator::no_floor when
- * it cannot have issued any (may_have_issued()).  Counts a join first (lease_table.hpp,
+ * once no raise is under way; not this server's clock); Generator::no_floor when
+ * it cannot have issued any (worker_ever_claimed(), or a registry joined before).  Counts a join first (lease_table.hpp,
  * joins_so_far()), so that a worker claimed without a registry extends its
  * reservation no further.
  */

@@ -1,0 +1,82 @@
+# A member's clock steps far ahead for a moment (issue 20, item 1: clocks
+# decide liveness only).  While it is ahead, a lease's ceiling stops every
+# ID, but nothing durable may take the clock's word for how far this
+# database issued: not a database's join floor, not its time reservation
+# raised by a keeper that starts during the step.  Else, once the clock is
+# right again, the database issues nothing until the fleet's time passes
+# the clock's mistake, an hour here (the nemesis met it, seed 151: a floor
+# 50 minutes ahead, raised further by every join and move since).  The
+# step is uidgen.debug_clock_offset, which every process reads.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use UidgenTest;
+
+my $registry = new_registry_node('registry', member => 0);
+my $m = new_member_node('m', $registry, conf => [ "uidgen.scope = 'server'" ]);
+wait_for_registry($m);
+$m->safe_psql('postgres', 'CREATE DATABASE late');
+$m->safe_psql('postgres', 'CREATE DATABASE kept');
+$m->safe_psql('late', 'CREATE EXTENSION uidgen');
+$m->safe_psql('kept', 'CREATE EXTENSION uidgen');
+like($m->safe_psql('kept', 'SELECT uid_next()'), qr/^\d+$/, 'database kept issues before the step');
+
+# The time unit of the real clock, in database db.
+sub now_unit
+{
+	my ($db) = @_;
+	return $m->safe_psql($db, q{SELECT ((extract(epoch FROM clock_timestamp()) - extract(epoch FROM epoch)) * 1000)::bigint
+		/ CASE unit WHEN 'second' THEN 1000 ELSE 1 END FROM uidgen.config});
+}
+
+# Whether database db issues an ID within seconds (each try bounded: a
+# generator whose floor is ahead of the clock sleeps until the clock nears it).
+sub issues_within
+{
+	my ($db, $seconds) = @_;
+	my $deadline = time + $seconds;
+	while (time < $deadline)
+	{
+		my ($ret, $out) = $m->psql($db, "SET statement_timeout = '5s'; SELECT uid_next() > 0");
+		return 1 if $ret == 0 && $out eq 't';
+		select(undef, undef, undef, 0.2);
+	}
+	return 0;
+}
+
+# The step: an hour ahead, seen by a new session (its error names it).
+$m->append_conf('postgresql.conf', "uidgen.debug_clock_offset = '1h'\n");
+$m->reload;
+$m->poll_query_until('postgres', q{SELECT current_setting('uidgen.debug_clock_offset') = '1h'})
+  or die 'the offset did not reach the sessions';
+
+# Database late's first ID: its join; and database kept's keeper, ended,
+# is started again during the step.
+my ($ret, $out, $err) = $m->psql('late', 'SELECT uid_next()');
+like($err, qr/past the ceiling of its uidgen lease/, 'during the step, the first ID of database late is refused: past the ceiling');
+$m->safe_psql('kept', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'uidgen keeper' AND datname = 'kept'});
+$m->poll_query_until('kept', q{SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'uidgen keeper' AND datname = 'kept')})
+  or die 'the keeper of database kept did not end';
+($ret, $out, $err) = $m->psql('kept', 'SELECT uid_next()');
+like($err, qr/past the ceiling of its uidgen lease/, 'and so is an ID of database kept, from a new keeper');
+
+# The clock is right again.
+$m->append_conf('postgresql.conf', "uidgen.debug_clock_offset = 0\n");
+$m->reload;
+$m->poll_query_until('postgres', q{SELECT current_setting('uidgen.debug_clock_offset') = '0'})
+  or die 'the offset did not go';
+
+for my $db ('late', 'kept')
+{
+	my $now = now_unit($db);
+	my $floor = $m->safe_psql($db, 'SELECT coalesce(max(join_floor), -1) FROM uidgen.membership');
+	cmp_ok($floor, '<', $now + 60000, "database $db: its join floor ($floor) is not an hour ahead of the clock ($now)");
+	my $mark = $m->safe_psql($db, 'SELECT last_value FROM uidgen.reserved_until');
+	cmp_ok($mark, '<', $now + 60000, "database $db: its time reservation ($mark) is not an hour ahead");
+	ok(issues_within($db, 30), "database $db issues again within 30 s");
+}
+
+done_testing();
