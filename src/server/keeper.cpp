@@ -219,6 +219,17 @@ raise_reservations(SharedGenerator *g, const Layout &layout)
 	CursorWords words(layout);
 	uint64_t word = g->cursor.load() & ~cursor_closed_bit;
 	int64_t now = layout.delta_at(backend_clock().now_ms());
+	/*
+	 * A backend whose clock was far ahead moved the cursor there before it
+	 * waited for the reservation (refill()); the cursor never moves back, so
+	 * the keeper could publish nothing more until the lease's cap passed it.
+	 * Past the cap by more than a backend may borrow and a raise's reach,
+	 * which chunks taken by backends waiting at the cap never are: refused,
+	 * naming the offset; the next keeper starts from the clock (test 069).
+	 */
+	if (registration->leased)
+		refuse_unless_covered(registration->claim.worker, layout, registration->lease,
+							  words.delta_of(word) - units_of_ms(layout, max_borrow_ms + raise_ahead_ms), own_cap);
 	/* Private workers' generators ask with wanted_until: the cursor does not know how far they went. */
 	int64_t needed = std::max({now, words.delta_of(word), g->wanted_until.load()}) + units_of_ms(layout, raise_ahead_ms);
 
@@ -509,7 +520,12 @@ release_at_keeper_exit()
 	CursorWords words(registration->layout);
 	std::optional<uint64_t> closed = close_cursor(g->cursor);
 	int64_t reserved = g->reserved_until.load();
-	int64_t last_shared = closed && *closed > 0 ? words.delta_of(*closed - 1) : reserved;
+	/*
+	 * Nothing above the cursor's reservation was issued (a backend waits for
+	 * it before it fills its cache), whatever the cursor says: a backend
+	 * whose clock was far ahead moved it there.
+	 */
+	int64_t last_shared = closed && *closed > 0 ? std::min(words.delta_of(*closed - 1), reserved) : reserved;
 
 	for (int i = 0; i < held_worker_count(); i++)
 	{

@@ -5,8 +5,10 @@
 # raised by a keeper that starts during the step.  Else, once the clock is
 # right again, the database issues nothing until the fleet's time passes
 # the clock's mistake, an hour here (the nemesis met it, seed 151: a floor
-# 50 minutes ahead, raised further by every join and move since).  The
-# step is uidgen.debug_clock_offset, which every process reads.
+# 50 minutes ahead, raised further by every join and move since).  Nor
+# may a keeper that runs across the step go on with a cursor a backend
+# moved an hour ahead (database postgres).  The step is
+# uidgen.debug_clock_offset, which every process reads.
 use strict;
 use warnings;
 
@@ -23,6 +25,7 @@ $m->safe_psql('postgres', 'CREATE DATABASE kept');
 $m->safe_psql('late', 'CREATE EXTENSION uidgen');
 $m->safe_psql('kept', 'CREATE EXTENSION uidgen');
 like($m->safe_psql('kept', 'SELECT uid_next()'), qr/^\d+$/, 'database kept issues before the step');
+like($m->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'so does database postgres, whose keeper goes on across the step');
 
 # The time unit of the real clock, in database db.
 sub now_unit
@@ -62,6 +65,8 @@ $m->poll_query_until('kept', q{SELECT NOT EXISTS (SELECT FROM pg_stat_activity W
   or die 'the keeper of database kept did not end';
 ($ret, $out, $err) = $m->psql('kept', 'SELECT uid_next()');
 like($err, qr/past the ceiling of its uidgen lease/, 'and so is an ID of database kept, from a new keeper');
+($ret, $out, $err) = $m->psql('postgres', 'SELECT uid_next()');
+isnt($ret, 0, 'and an ID of database postgres, from its keeper of before the step');
 
 # The clock is right again.
 $m->append_conf('postgresql.conf', "uidgen.debug_clock_offset = 0\n");
@@ -69,7 +74,7 @@ $m->reload;
 $m->poll_query_until('postgres', q{SELECT current_setting('uidgen.debug_clock_offset') = '0'})
   or die 'the offset did not go';
 
-for my $db ('late', 'kept')
+for my $db ('late', 'kept', 'postgres')
 {
 	my $now = now_unit($db);
 	my $floor = $m->safe_psql($db, 'SELECT coalesce(max(join_floor), -1) FROM uidgen.membership');
