@@ -321,6 +321,15 @@ claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_t
 	Claim claim{};
 	int64_t joined = join_floor(claimant.identity, worker_table, now_delta, borrow_units);
 
+	/*
+	 * A worker from the blocks takes no id from the database's sequence, but
+	 * the sequence records that a worker was ever claimed here, whether the
+	 * claim commits or not (worker_ever_claimed(): the layout is fixed from
+	 * now on, and a join floor is above the reservation).
+	 */
+	spi_run("SELECT pg_catalog.nextval('uidgen.worker_node_id_seq') FROM uidgen.worker_node_id_seq WHERE NOT is_called",
+			0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
+
 	if (reuse)
 	{
 		if (reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
