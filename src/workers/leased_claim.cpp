@@ -321,15 +321,6 @@ claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_t
 	Claim claim{};
 	int64_t joined = join_floor(claimant.identity, worker_table, now_delta, borrow_units);
 
-	/*
-	 * A worker from the blocks takes no id from the database's sequence, but
-	 * the sequence records that a worker was ever claimed here, whether the
-	 * claim commits or not (worker_ever_claimed(): the layout is fixed from
-	 * now on, and a join floor is above the reservation).
-	 */
-	spi_run("SELECT pg_catalog.nextval('uidgen.worker_node_id_seq') FROM uidgen.worker_node_id_seq WHERE NOT is_called",
-			0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
-
 	if (reuse)
 	{
 		if (reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
@@ -354,6 +345,16 @@ claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_t
 		if (!try_lock_worker(worker_table, taken.worker))
 			continue;
 		int64_t floor = std::max({taken.floor_delta, joined, worker_last_time(taken.worker).value_or(-1)});
+		/*
+		 * A worker from the blocks takes no id from the database's sequence,
+		 * but the sequence is what records that a worker was ever claimed
+		 * here whether the claim commits or not (worker_ever_claimed(): the
+		 * layout is fixed from now on, and a join floor is above the
+		 * reservation; test 070).  A reused worker has a row already.
+		 */
+		spi_run("SELECT pg_catalog.nextval('uidgen.worker_node_id_seq') FROM uidgen.worker_node_id_seq "
+				"WHERE NOT is_called",
+				0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
 		*lease = taken.lease_id;
 		return Claim{taken.worker, floor, false};
 	}
