@@ -38,11 +38,13 @@ $node->poll_query_until('few', q{
 is($node->safe_psql('few', 'SELECT uid_next() > 0, uid_current_worker() BETWEEN 1 AND 3'), 't|t',
 	'a new session reuses one');
 
-# Time: 11 bits of milliseconds, from an epoch 1.5 s ago, run out 0.5 s from now.
+# Time: 12 bits of milliseconds, from an epoch 0.1 s ago, run out 4 s from
+# now: time enough for the first inserts on a loaded machine (with 0.5 s,
+# a run beside a server build inserted none).
 $node->safe_psql('postgres', 'CREATE DATABASE brief');
 $node->safe_psql('brief', q{
 	CREATE EXTENSION uidgen;
-	SELECT uid_configure(11, 10, 9, date_trunc('milliseconds', clock_timestamp()) - interval '1.5 s');
+	SELECT uid_configure(12, 10, 9, date_trunc('milliseconds', clock_timestamp()) - interval '0.1 s');
 	CREATE TABLE t (id bigint)});
 for my $generator ('cached', 'default')
 {
@@ -54,7 +56,7 @@ for my $generator ('cached', 'default')
 	like($err, qr/the UID time field is exhausted/, "$generator: generation stops with the documented error");
 	like($err, qr/\bERROR:.*exhausted/, "$generator: it is an error");
 }
-is($node->safe_psql('brief', q{SELECT count(*) > 0, bool_and(id > 0), max(id) <= (2::bigint ^ 30)::bigint - 1,
+is($node->safe_psql('brief', q{SELECT count(*) > 0, bool_and(id > 0), max(id) <= (2::bigint ^ 31)::bigint - 1,
 	count(*) = count(DISTINCT id) FROM t}), 't|t|t|t', 'every ID issued is positive, within the layout and distinct');
 ($ret, $out, $err) = $node->psql('brief', 'SELECT uid_next()');
 like($err, qr/ran out at/, 'the error says when the layout ran out');
