@@ -80,6 +80,7 @@ Layout read_layout(bool latest, char **original_identity = nullptr);
  * still change).
  */
 bool worker_ever_claimed();
+void record_worker_claimed();
 bool registry_has_leased();
 bool change_layout(const Layout &layout, TimestampTz epoch);
 

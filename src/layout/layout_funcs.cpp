@@ -50,6 +50,18 @@ uidgen::pg::worker_ever_claimed()
 	return spi_bool(0, 0);
 }
 
+/*
+ * Makes worker_ever_claimed() true for good, whether the claim under way
+ * commits or not: for a worker that takes no id from the sequence (one from
+ * a registry's blocks).  The sequence is not transactional.
+ */
+void
+uidgen::pg::record_worker_claimed()
+{
+	spi_run("SELECT pg_catalog.nextval('uidgen.worker_node_id_seq') FROM uidgen.worker_node_id_seq WHERE NOT is_called",
+			0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
+}
+
 bool
 uidgen::pg::registry_has_leased()
 {

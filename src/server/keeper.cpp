@@ -230,8 +230,21 @@ raise_reservations(SharedGenerator *g, const Layout &layout)
 	if (registration->leased)
 		refuse_unless_covered(registration->claim.worker, layout, registration->lease,
 							  words.delta_of(word) - units_of_ms(layout, max_borrow_ms + raise_ahead_ms), own_cap);
-	/* Private workers' generators ask with wanted_until: the cursor does not know how far they went. */
-	int64_t needed = std::max({now, words.delta_of(word), g->wanted_until.load()}) + units_of_ms(layout, raise_ahead_ms);
+	/*
+	 * Nor with its own clock past the cap, as at its start: it would raise
+	 * the database's reservation, and every join floor read from it, to the
+	 * cap and a window beyond.
+	 */
+	if (registration->leased)
+		refuse_unless_covered(registration->claim.worker, layout, registration->lease, now, own_cap);
+	/*
+	 * Private workers' generators ask with wanted_until: the cursor does not
+	 * know how far they went.  No further than a backend may borrow: what
+	 * one asked while its clock was far ahead stays there after the clock
+	 * is right.
+	 */
+	int64_t wanted = std::min(g->wanted_until.load(), now + units_of_ms(layout, max_borrow_ms));
+	int64_t needed = std::max({now, words.delta_of(word), wanted}) + units_of_ms(layout, raise_ahead_ms);
 
 	/*
 	 * Only as far as some worker still short of it may go: what a backend
@@ -526,6 +539,13 @@ release_at_keeper_exit()
 	 * whose clock was far ahead moved it there.
 	 */
 	int64_t last_shared = closed && *closed > 0 ? std::min(words.delta_of(*closed - 1), reserved) : reserved;
+	/*
+	 * A keeper that leaves before it published issued nothing, and the
+	 * slot's reservation is another generation's: its worker is retired at
+	 * least at the floor it was claimed above (a join floor, say), so that
+	 * the next holder starts there too.
+	 */
+	last_shared = std::max(last_shared, registration->claim.floor_delta);
 
 	for (int i = 0; i < held_worker_count(); i++)
 	{

@@ -142,8 +142,7 @@ claim_new_worker(ClaimCommit commit)
 					 errhint("Run the command again: the next command processes the reload.")));
 
 		/* Before the lock below: adopting the registry's layout locks uidgen.config exclusively. */
-		if (leased)
-			adopt_registry_layout();
+		bool adopted_here = leased && adopt_registry_layout(relid);
 
 		/* uid_configure takes an ExclusiveLock: the layout cannot change under a registration. */
 		LockRelationOid(config_relid(), RowShareLock);
@@ -162,6 +161,17 @@ claim_new_worker(ClaimCommit commit)
 		Claim claim = leased ? claim_leased_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse,
 												   &lease)
 							 : claim_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse);
+		/*
+		 * A worker from the blocks takes no id from the sequence that says a
+		 * worker was ever claimed here; a leased claim that rolls back would
+		 * leave the layout free to change under the session that goes on
+		 * issuing (test 070).  Not when the layout was adopted in this very
+		 * transaction: a rollback undoes the adoption, and a layout fixed at
+		 * the one before would refuse the registry's for good; the next
+		 * claim adopts it again.
+		 */
+		if (leased && !adopted_here)
+			record_worker_claimed();
 		/*
 		 * A backend issues under a worker whose row alone says it is free only
 		 * once its claim committed (claim_committer.hpp).

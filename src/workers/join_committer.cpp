@@ -76,6 +76,8 @@ uidgen_join_committer_main(Datum)
 
 		char pinned[UUID_LEN * 2 + 5];
 		uuid_text(request.registry_id, pinned);
+		/* First the layout, which the join's floor is in (an error here: the session says it). */
+		(void) adopt_layout_if_unclaimed();
 		if (!joined_floor(registry, pinned))
 			(void) write_join(registry, pinned, database_identity(), worker_table_relid(), request.now_delta,
 							  request.borrow_units);

@@ -18,7 +18,9 @@
 #include "core/generator.hpp"
 #include "layout/catalog.hpp"
 #include "layout/reservation.hpp"
+#include "pg/pg_clock.hpp"
 #include "pg/relation_lock.hpp"
+#include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "pg/time_convert.hpp"
 #include "registry/lease_table.hpp"
@@ -100,12 +102,14 @@ id_array(const int64_t *ids, int count)
  * And above the floor of the lease it is reused under, as a worker taken
  * fresh from the lease is: the row's last unit may be from an earlier lease
  * of the same block, below another server's IDs under the same worker
- * since.  (Not the join floor: the join released every worker of the time
- * before at or above it, so the row is.)
+ * since.  And above the join floor, joined: the join released every worker
+ * of the time before at or above it, but a row written since by a holder
+ * that issued nothing (a keeper that left before it published) may be
+ * below it.
  */
 bool
 reuse_granted_worker(const Layout &layout, const char *identity, Oid worker_table, int64_t now_delta,
-					 Claim *claim, LeaseId *lease)
+					 int64_t joined, Claim *claim, LeaseId *lease)
 {
 	int count;
 	int64_t *granted = granted_workers(MyDatabaseId, &count);
@@ -115,7 +119,7 @@ reuse_granted_worker(const Layout &layout, const char *identity, Oid worker_tabl
 		if (!claim_released_worker(layout, identity, worker_table, now_delta, id_array(granted, count), claim))
 			return false;
 		*lease = live_lease(claim->worker, MyDatabaseId).value_or(LeaseId{});
-		claim->floor_delta = std::max({claim->floor_delta, grant_issued_until(claim->worker),
+		claim->floor_delta = std::max({claim->floor_delta, joined, grant_issued_until(claim->worker),
 									   lease_floor_delta(*lease).value_or(Generator::no_floor)});
 		std::optional<int64_t> cap = lease_cap_delta(*lease, layout);
 		if (cap && claim->floor_delta < *cap)
@@ -252,6 +256,20 @@ write_join(const char *registry, const char *pinned, const char *identity, Oid w
 namespace {
 
 /*
+ * Has the join committer join the database (and adopt the registry's
+ * layout, adopt_layout_if_unclaimed()), unless this transaction locked a
+ * table the committer writes: it would wait for us.  True once it ended.
+ * (uidgen.config: its caller looks, before a registration locks it.)
+ */
+bool
+join_apart(const char *registry, const pg_uuid_t &pinned_id, Oid worker_table, int64_t now_delta,
+		   int64_t borrow_units)
+{
+	return !relation_locked_here(worker_table, RowShareLock) && !relation_locked_here(membership_relid(), RowShareLock) &&
+		   commit_join_apart(registry, pinned_id, now_delta, borrow_units);
+}
+
+/*
  * The database's join floor, joining now if it has not joined this
  * registry yet: every ID it issued, or will issue, under a worker claimed
  * without a registry is at or below the floor (the time reservation covers
@@ -276,8 +294,7 @@ join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t bo
 
 	if (std::optional<int64_t> joined = joined_floor(registry, pinned))
 		return *joined;
-	if (!relation_locked_here(worker_table, RowShareLock) && !relation_locked_here(membership_relid(), RowShareLock) &&
-		commit_join_apart(registry, pinned_id, now_delta, borrow_units))
+	if (join_apart(registry, pinned_id, worker_table, now_delta, borrow_units))
 	{
 		if (std::optional<int64_t> joined = joined_floor(registry, pinned))
 			return *joined;
@@ -287,17 +304,15 @@ join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t bo
 
 } // namespace
 
-void
-adopt_registry_layout()
+bool
+adopt_layout_if_unclaimed()
 {
-	require_registry_support();
-
 	RegistryRules rules = await_registry_rules();
 	Layout fleet = rules.layout();
 	Layout current = read_layout(true);
 
 	if (fleet == current)
-		return;
+		return false;
 	if (worker_ever_claimed())
 	{
 		Layout::Text here = current.describe_text();
@@ -312,6 +327,42 @@ adopt_registry_layout()
 						 "databases that use it, or configure the registry with this layout.")));
 	}
 	(void) change_layout(fleet, unix_ms_to_timestamptz(rules.epoch_ms));
+	return true;
+}
+
+bool
+adopt_registry_layout(Oid worker_table)
+{
+	require_registry_support();
+
+	RegistryRules rules = await_registry_rules();
+	Layout fleet = rules.layout();
+
+	if (fleet == read_layout(true))
+		return false;
+	/*
+	 * Committed apart, with the join: a rollback of this transaction would
+	 * undo an adoption written here, while the session goes on issuing
+	 * under the registry's layout, and a release written at its exit would
+	 * then fix the database at the layout before (every claim refused,
+	 * 55000; test 070).
+	 */
+	if (!worker_ever_claimed() && !relation_locked_here(config_relid(), RowShareLock))
+	{
+		char registry[registry_text_size];
+		describe_current_registry(registry);
+
+		pg_uuid_t pinned_id;
+		char pinned[UUID_LEN * 2 + 5];
+		agent_registry(&pinned_id, pinned);
+
+		int64_t now_delta = fleet.delta_at(backend_clock().now_ms());
+		int64_t borrow_units = (int64_t{max_borrow_ms} + fleet.unit_ms() - 1) / fleet.unit_ms();
+		if (join_apart(registry, pinned_id, worker_table, now_delta, borrow_units) && fleet == read_layout(true))
+			return false;
+	}
+	/* In this transaction: the committer could not run, or failed (then this says why). */
+	return adopt_layout_if_unclaimed();
 }
 
 Claim
@@ -323,11 +374,11 @@ claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_t
 
 	if (reuse)
 	{
-		if (reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
+		if (reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, joined, &claim, lease))
 			return claim;
 		/* Above the reservation (a leaked holder issued no more), not this server's clock: test 069. */
 		if (release_dead_workers(worker_table, claimant.identity, Generator::no_floor) > 0 &&
-			reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, &claim, lease))
+			reuse_granted_worker(layout, claimant.identity, worker_table, now_delta, joined, &claim, lease))
 			return claim;
 	}
 
@@ -345,16 +396,6 @@ claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_t
 		if (!try_lock_worker(worker_table, taken.worker))
 			continue;
 		int64_t floor = std::max({taken.floor_delta, joined, worker_last_time(taken.worker).value_or(-1)});
-		/*
-		 * A worker from the blocks takes no id from the database's sequence,
-		 * but the sequence is what records that a worker was ever claimed
-		 * here whether the claim commits or not (worker_ever_claimed(): the
-		 * layout is fixed from now on, and a join floor is above the
-		 * reservation; test 070).  A reused worker has a row already.
-		 */
-		spi_run("SELECT pg_catalog.nextval('uidgen.worker_node_id_seq') FROM uidgen.worker_node_id_seq "
-				"WHERE NOT is_called",
-				0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
 		*lease = taken.lease_id;
 		return Claim{taken.worker, floor, false};
 	}

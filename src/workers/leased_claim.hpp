@@ -20,8 +20,14 @@ namespace uidgen::pg {
  * Makes this database's layout the registry's when no worker has ever
  * registered in it, or errors when it differs; waits for the registry
  * agent's first exchange.  Run before the registration locks uidgen.config.
+ * The join committer adopts it with the database's join, in a transaction
+ * of its own; only when it cannot is the layout changed in the caller's
+ * transaction, and then this returns true.
  */
-void adopt_registry_layout();
+bool adopt_registry_layout(Oid worker_table);
+
+/* The join committer's part of that, in its transaction: true when it changed the layout. */
+bool adopt_layout_if_unclaimed();
 
 /*
  * claim_worker() with a registry: joins the registry first if this

@@ -7,7 +7,8 @@
 # transactions).  uid_configure must refuse another layout then, as it does
 # once a worker has registered: IDs of two layouts in one database decode
 # wrongly, and the same bits can mean two workers.  Before the fix it
-# changed the layout.
+# changed the layout.  And a first claim that adopted a fleet's layout and
+# rolled back leaves the database free to adopt it again.
 use strict;
 use warnings;
 
@@ -43,5 +44,25 @@ my $next = $a->query_safe('SELECT uid_next()');
 cmp_ok($next, '>', $first, 'session A issues on, above its first ID');
 is($a->query_safe("SELECT uid_worker_id($next) = uid_worker_id($first)"), 't', 'under the same worker');
 $a->quit;
+
+# A fleet whose layout is not the default: the first claim adopts the
+# registry's layout in its own transaction, and the rollback undoes that
+# too.  The database must not stay fixed at the layout it had before, or
+# it refuses the registry's for good (every claim 55000).
+my $registry2 = new_registry_node('registry2', member => 0);
+$registry2->safe_psql('registry', 'SELECT uid_configure(worker_bits => 10, seq_bits => 12)');
+my $m2 = new_member_node('m2', $registry2);
+wait_for_registry($m2);
+$m2->safe_psql('postgres', 'CREATE DATABASE d');
+$m2->safe_psql('d', 'CREATE EXTENSION uidgen');
+my $b = $m2->background_psql('d');
+like($b->query_safe('BEGIN; SELECT uid_next()'), qr/^\d+$/, 'a first claim under a fleet layout of 10 worker bits');
+$b->query_safe('ROLLBACK');
+$b->quit;
+($ret, $out, $err) = $m2->psql('d', 'SELECT uid_next() > 0');
+is($out, 't', 'after its rollback, the next session of the database issues');
+is($err, '', 'without an error');
+is($m2->safe_psql('d', 'SELECT worker_bits || \'/\' || seq_bits FROM uid_layout()'), '10/12',
+	"under the registry's layout");
 
 done_testing();
