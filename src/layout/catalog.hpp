@@ -82,7 +82,7 @@ Layout read_layout(bool latest, char **original_identity = nullptr);
 bool worker_ever_claimed();
 void record_worker_claimed();
 bool registry_has_leased();
-bool change_layout(const Layout &layout, TimestampTz epoch);
+bool change_layout(const Layout &layout, TimestampTz epoch, bool *changed = nullptr);
 
 /* Forgets cached OIDs and the layout; for uid_configure and invalidations. */
 void forget_catalog_cache();

@@ -262,10 +262,11 @@ UIDGEN_FUNCTION(uid_layout)
 
 /*
  * Sets layout (whose epoch is epoch) unless it is the one in force, inside
- * an SPI connection; returns whether the layout can still change.
+ * an SPI connection; returns whether the layout can still change, and sets
+ * changed to whether it wrote.
  */
 bool
-uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch)
+uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch, bool *changed)
 {
 	/*
 	 * Registrations and the IMMUTABLE decoders take RowShareLock: none can
@@ -310,6 +311,8 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch)
 		CacheInvalidateRelcacheByRelid(config_relid());
 		forget_catalog_cache();
 	}
+	if (changed != nullptr)
+		*changed = layout != current;
 	return !worker_ever_claimed() && !registry_has_leased();
 }
 

@@ -482,6 +482,20 @@ held_lease(const LeaseId &lease)
 
 } // namespace
 
+std::optional<LeaseId>
+lease_with_room()
+{
+	LeaseTable *state = lease_table();
+	std::optional<LeaseId> lease;
+	int64_t now_mono = monotonic_ms();	/* no clock read under the lock */
+
+	LWLockAcquire(&state->lock, LW_SHARED);
+	if (const LeasedBlock *b = block_with_room(state, now_mono))
+		lease = b->lease_id;
+	LWLockRelease(&state->lock);
+	return lease;
+}
+
 std::optional<int64_t>
 lease_cap_delta(const LeaseId &lease, const Layout &layout)
 {

@@ -242,6 +242,9 @@ void wait_for_agent(int64_t until_mono, uint64 since, const char *what);
 /* The workers granted to database in this server life under leases still live (palloc'd), for reuse. */
 int64_t *granted_workers(Oid database, int *count);
 
+/* The lease of the block take_granted_worker() would take a worker from now, if one has room. */
+std::optional<LeaseId> lease_with_room();
+
 /* The live lease under which worker went to database, if any. */
 std::optional<LeaseId> live_lease(int64_t worker, Oid database);
 

@@ -148,6 +148,13 @@ claim_new_worker(ClaimCommit commit)
 		LockRelationOid(config_relid(), RowShareLock);
 		char *original_identity;
 		Layout layout = read_layout(true, &original_identity);
+		/*
+		 * Under the lock: a uid_configure() that got the lock between the
+		 * adoption (committed apart) and this one found no worker claimed
+		 * yet, and changed the layout.
+		 */
+		if (leased)
+			refuse_unless_registry_layout(layout);
 		int64_t now_delta = layout.delta_at(backend_clock().now_ms());
 
 		if (now_delta > layout.max_delta())

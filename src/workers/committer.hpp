@@ -7,6 +7,7 @@
  */
 #pragma once
 
+#include "pg/guard.hpp"
 #include "pg/spi.hpp"
 
 extern "C" {
@@ -56,7 +57,19 @@ committer_main(const char *application_name, Write write)
 	begin_committer_session(request.database, application_name);
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	with_spi(Rights::Owner, [&request, &write] { write(request); });
+	/* As cpp_entry() does: no C++ exception leaves, and the error is raised after the catch block. */
+	bool failed = false;
+	try
+	{
+		with_spi(Rights::Owner, [&request, &write] { write(request); });
+	}
+	catch (...)
+	{
+		save_current_exception();
+		failed = true;
+	}
+	if (failed)
+		raise_saved_error();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	proc_exit(0);

@@ -32,6 +32,7 @@ struct JoinRequest
 	uint64 registry_hash;	/* of the registry's text: the background worker must see the same */
 	int64_t now_delta;
 	int64_t borrow_units;
+	bool adopt_layout;
 };
 static_assert(std::is_trivially_destructible_v<JoinRequest> && std::is_trivially_copyable_v<JoinRequest>);
 static_assert(sizeof(JoinRequest) <= BGW_EXTRALEN, "a join request fits in bgw_extra");
@@ -46,7 +47,8 @@ registry_hash(const char *registry)
 } // namespace
 
 bool
-commit_join_apart(const char *registry, const pg_uuid_t &registry_id, int64_t now_delta, int64_t borrow_units)
+commit_join_apart(const char *registry, const pg_uuid_t &registry_id, int64_t now_delta, int64_t borrow_units,
+				  bool adopt_layout)
 {
 	JoinRequest request;
 
@@ -56,6 +58,7 @@ commit_join_apart(const char *registry, const pg_uuid_t &registry_id, int64_t no
 	request.registry_hash = registry_hash(registry);
 	request.now_delta = now_delta;
 	request.borrow_units = borrow_units;
+	request.adopt_layout = adopt_layout;
 
 	return run_committer("uidgen_join_committer_main", "uidgen join committer", &request, sizeof(request));
 }
@@ -77,7 +80,8 @@ uidgen_join_committer_main(Datum)
 		char pinned[UUID_LEN * 2 + 5];
 		uuid_text(request.registry_id, pinned);
 		/* First the layout, which the join's floor is in (an error here: the session says it). */
-		(void) adopt_layout_if_unclaimed();
+		if (request.adopt_layout)
+			(void) adopt_layout_if_unclaimed();
 		if (!joined_floor(registry, pinned))
 			(void) write_join(registry, pinned, database_identity(), worker_table_relid(), request.now_delta,
 							  request.borrow_units);

@@ -32,9 +32,12 @@ namespace uidgen::pg {
  * absent when the background worker failed or saw another uidgen.registry
  * (a reload between) and wrote nothing.  False when none could be started
  * or the postmaster died.  Either way, a caller that finds no row joins in
- * its own transaction.
+ * its own transaction.  With adopt_layout, it first adopts the registry's
+ * layout (adopt_layout_if_unclaimed()); only a caller that holds no lock on
+ * uidgen.config may ask for that, or the committer waits for it.
  */
-bool commit_join_apart(const char *registry, const pg_uuid_t &registry_id, int64_t now_delta, int64_t borrow_units);
+bool commit_join_apart(const char *registry, const pg_uuid_t &registry_id, int64_t now_delta, int64_t borrow_units,
+					   bool adopt_layout);
 
 } // namespace uidgen::pg
 

@@ -256,17 +256,18 @@ write_join(const char *registry, const char *pinned, const char *identity, Oid w
 namespace {
 
 /*
- * Has the join committer join the database (and adopt the registry's
- * layout, adopt_layout_if_unclaimed()), unless this transaction locked a
- * table the committer writes: it would wait for us.  True once it ended.
- * (uidgen.config: its caller looks, before a registration locks it.)
+ * Has the join committer join the database (and, with adopt_layout, adopt
+ * the registry's layout first: adopt_layout_if_unclaimed()), unless this
+ * transaction locked a table the committer writes: it would wait for us.
+ * True once it ended.  (uidgen.config: only adopt_registry_layout() asks
+ * for the layout, having looked that it holds no lock on it.)
  */
 bool
 join_apart(const char *registry, const pg_uuid_t &pinned_id, Oid worker_table, int64_t now_delta,
-		   int64_t borrow_units)
+		   int64_t borrow_units, bool adopt_layout)
 {
 	return !relation_locked_here(worker_table, RowShareLock) && !relation_locked_here(membership_relid(), RowShareLock) &&
-		   commit_join_apart(registry, pinned_id, now_delta, borrow_units);
+		   commit_join_apart(registry, pinned_id, now_delta, borrow_units, adopt_layout);
 }
 
 /*
@@ -294,7 +295,7 @@ join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t bo
 
 	if (std::optional<int64_t> joined = joined_floor(registry, pinned))
 		return *joined;
-	if (join_apart(registry, pinned_id, worker_table, now_delta, borrow_units))
+	if (join_apart(registry, pinned_id, worker_table, now_delta, borrow_units, false))
 	{
 		if (std::optional<int64_t> joined = joined_floor(registry, pinned))
 			return *joined;
@@ -326,8 +327,26 @@ adopt_layout_if_unclaimed()
 				 errhint("A database joins a registry with the registry's layout: set uidgen.registry only for "
 						 "databases that use it, or configure the registry with this layout.")));
 	}
-	(void) change_layout(fleet, unix_ms_to_timestamptz(rules.epoch_ms));
-	return true;
+	/* Not when a committer set it meanwhile (change_layout() waited for its lock): nothing to roll back. */
+	bool changed = false;
+	(void) change_layout(fleet, unix_ms_to_timestamptz(rules.epoch_ms), &changed);
+	return changed;
+}
+
+void
+refuse_unless_registry_layout(const Layout &layout)
+{
+	Layout fleet = await_registry_rules().layout();
+
+	if (fleet == layout)
+		return;
+	Layout::Text here = layout.describe_text();
+	Layout::Text there = fleet.describe_text();
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the layout of database \"%s\" changed while it took its registry's", get_database_name(MyDatabaseId)),
+			 errdetail("It is %s; the registry's is %s.", here.text, there.text),
+			 errhint("Run the command again; do not run uid_configure() in a member database.")));
 }
 
 bool
@@ -358,7 +377,7 @@ adopt_registry_layout(Oid worker_table)
 
 		int64_t now_delta = fleet.delta_at(backend_clock().now_ms());
 		int64_t borrow_units = (int64_t{max_borrow_ms} + fleet.unit_ms() - 1) / fleet.unit_ms();
-		if (join_apart(registry, pinned_id, worker_table, now_delta, borrow_units) && fleet == read_layout(true))
+		if (join_apart(registry, pinned_id, worker_table, now_delta, borrow_units, true) && fleet == read_layout(true))
 			return false;
 	}
 	/* In this transaction: the committer could not run, or failed (then this says why). */
@@ -383,6 +402,28 @@ claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid worker_t
 	}
 
 	const char *database = get_database_name(MyDatabaseId);
+	/*
+	 * A join floor above what the server's lease covers (the database's
+	 * clock ran far ahead before it joined, and it issued there): a worker
+	 * taken now could issue nothing, and every attempt (a keeper starts
+	 * again at each uid_next()) would spend another of the server's grants,
+	 * until its blocks ran out for every database.  Refused before taking
+	 * one; it issues once the registry's time nears the floor.
+	 */
+	if (std::optional<LeaseId> room = lease_with_room())
+	{
+		std::optional<int64_t> cap = lease_cap_delta(*room, layout);
+
+		if (cap && joined >= *cap)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("database \"%s\" issued IDs %lld ms beyond what this server's uidgen lease covers",
+							database, static_cast<long long>((joined - *cap) * layout.unit_ms())),
+					 errdetail("Its IDs start above time unit %lld, the highest it may have issued before it joined "
+							   "the registry; the lease covers up to unit %lld.",
+							   static_cast<long long>(joined), static_cast<long long>(*cap)),
+					 errhint("It issues again once the registry's clock nears that unit, as its clock did then.")));
+	}
 	for (int attempt = 0; attempt < grant_attempts; attempt++)
 	{
 		GrantedWorker taken = take_granted_worker(MyDatabaseId, database, agent_wait_ms);

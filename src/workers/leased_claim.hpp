@@ -26,6 +26,9 @@ namespace uidgen::pg {
  */
 bool adopt_registry_layout(Oid worker_table);
 
+/* Errors (55000) when layout, read under the registration's lock, is not the registry's. */
+void refuse_unless_registry_layout(const Layout &layout);
+
 /* The join committer's part of that, in its transaction: true when it changed the layout. */
 bool adopt_layout_if_unclaimed();
 

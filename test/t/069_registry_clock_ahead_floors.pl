@@ -78,6 +78,9 @@ $m->reload;
 $m->poll_query_until('postgres', q{SELECT current_setting('uidgen.debug_clock_offset') = '0'})
   or die 'the offset did not go';
 
+# First every database's floor and reservation, at once: a reservation
+# raised to a lease's cap while the clock was ahead would be overtaken by
+# the clock within a minute.
 for my $db ('late', 'kept', 'postgres')
 {
 	my $now = now_unit($db);
@@ -85,7 +88,7 @@ for my $db ('late', 'kept', 'postgres')
 	cmp_ok($floor, '<', $now + 30000, "database $db: its join floor ($floor) is not ahead of the clock ($now)");
 	my $mark = $m->safe_psql($db, 'SELECT last_value FROM uidgen.reserved_until');
 	cmp_ok($mark, '<', $now + 30000, "database $db: its time reservation ($mark) is not ahead of the clock by more than a raise");
-	ok(issues_within($db, 30), "database $db issues again within 30 s");
 }
+ok(issues_within($_, 30), "database $_ issues again within 30 s") for ('late', 'kept', 'postgres');
 
 done_testing();

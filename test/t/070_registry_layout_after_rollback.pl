@@ -56,9 +56,13 @@ wait_for_registry($m2);
 $m2->safe_psql('postgres', 'CREATE DATABASE d');
 $m2->safe_psql('d', 'CREATE EXTENSION uidgen');
 my $b = $m2->background_psql('d');
+my $b_pid = $b->query_safe('SELECT pg_backend_pid()');
 like($b->query_safe('BEGIN; SELECT uid_next()'), qr/^\d+$/, 'a first claim under a fleet layout of 10 worker bits');
 $b->query_safe('ROLLBACK');
 $b->quit;
+# Its exit release is what fixed the database at the layout before.
+$m2->poll_query_until('d', "SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $b_pid)")
+  or die 'session B did not leave';
 ($ret, $out, $err) = $m2->psql('d', 'SELECT uid_next() > 0');
 is($out, 't', 'after its rollback, the next session of the database issues');
 is($err, '', 'without an error');
