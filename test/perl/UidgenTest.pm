@@ -387,21 +387,24 @@ sub set_fake_clock
 
 # How far node's clock is from this process's (the real one), in seconds,
 # as (lowest, highest): the server read its clock at some moment between
-# the two readings of ours around the query.  A busy machine can make that
-# span long: it asks again (a few times at most) until the span is under
-# 0.3 s, and returns the narrowest.
+# the two readings of ours around the query.  The queries go through one
+# open session, so that the span holds no fork and no connection; a busy
+# machine can still make it long: it asks again (20 times at most) until
+# the span is under 0.3 s, and returns the narrowest.
 sub clock_offset
 {
 	my ($node) = @_;
+	my $session = $node->background_psql('postgres');
 	my @best;
-	for (1 .. 10)
+	for (1 .. 20)
 	{
 		my $before = Time::HiRes::time();
-		my $server = $node->safe_psql('postgres', 'SELECT extract(epoch FROM clock_timestamp())');
+		my $server = $session->query_safe('SELECT extract(epoch FROM clock_timestamp())');
 		my $after = Time::HiRes::time();
 		@best = ($server - $after, $server - $before) if !@best || $before - $after > $best[0] - $best[1];
 		last if $best[1] - $best[0] < 0.3;
 	}
+	$session->quit;
 	return @best;
 }
 
