@@ -75,6 +75,8 @@ public:
 	int64_t epoch_ms() const { return epoch_ms_; }
 	TimeUnit unit() const { return unit_; }
 	int64_t unit_ms() const { return unit_ms_; }
+	/* The time units a span of ms (>= 0) reaches into: rounded up, so that a margin is never cut short. */
+	int64_t units_covering(int64_t ms) const { return (ms + unit_ms_ - 1) / unit_ms_; }
 
 	int64_t max_delta() const { return max_delta_; }
 	int64_t max_worker() const { return max_worker_; }

@@ -164,7 +164,7 @@ warn_once_that_sql_is_old()
 } // namespace
 
 DatabaseReservation::DatabaseReservation(const Layout &layout)
-	: window_units_((window_ms + layout.unit_ms() - 1) / layout.unit_ms())
+	: window_units_(layout.units_covering(window_ms))
 {
 }
 

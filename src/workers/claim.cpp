@@ -35,7 +35,7 @@ namespace {
 int64_t
 borrow_units(const Layout &layout)
 {
-	return (int64_t{max_borrow_ms} + layout.unit_ms() - 1) / layout.unit_ms();
+	return layout.units_covering(max_borrow_ms);
 }
 
 /*

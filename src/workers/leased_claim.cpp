@@ -376,7 +376,7 @@ adopt_registry_layout(Oid worker_table)
 		agent_registry(&pinned_id, pinned);
 
 		int64_t now_delta = fleet.delta_at(backend_clock().now_ms());
-		int64_t borrow_units = (int64_t{max_borrow_ms} + fleet.unit_ms() - 1) / fleet.unit_ms();
+		int64_t borrow_units = fleet.units_covering(max_borrow_ms);
 		if (join_apart(registry, pinned_id, worker_table, now_delta, borrow_units, true) && fleet == read_layout(true))
 			return false;
 	}

@@ -73,7 +73,7 @@ UIDGEN_FUNCTION(uid_registry_move)
 	int64_t floor = with_spi(Rights::Owner, [&adopted_text, &registry] {
 		Layout layout = read_layout(true);
 		int64_t now_delta = layout.delta_at(backend_clock().now_ms());
-		int64_t borrow_units = (int64_t{max_borrow_ms} + layout.unit_ms() - 1) / layout.unit_ms();
+		int64_t borrow_units = layout.units_covering(max_borrow_ms);
 		int64_t above = floor_above_all_issued(now_delta, borrow_units);
 		Oid types[3] = {TEXTOID, INT8OID, TEXTOID};
 		Datum values[3] = {CStringGetTextDatum(registry), Int64GetDatum(above), CStringGetTextDatum(adopted_text)};

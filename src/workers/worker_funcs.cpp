@@ -47,7 +47,7 @@ UIDGEN_FUNCTION(uid_reclaim_workers)
 	int released = with_spi(Rights::Caller, [margin_ms] {
 		Layout layout = read_layout(true);
 		int64_t until_delta = layout.delta_at(backend_clock().now_ms()) +
-							  (margin_ms + layout.unit_ms() - 1) / layout.unit_ms();
+							  layout.units_covering(margin_ms);
 
 		return release_dead_workers(worker_table_relid(), database_identity(), until_delta);
 	});

@@ -188,6 +188,20 @@ TEST(LayoutTimeUnit, AcceptedNames)
 		EXPECT_EQ(uidgen::parse_time_unit(uidgen::time_unit_name(u)), u);
 }
 
+/* A margin in milliseconds rounds up to whole units: a second-unit layout never cuts it short. */
+TEST(LayoutTimeUnit, UnitsCoveringRoundUp)
+{
+	Layout ms(41, 13, 9, kDefaultEpoch, TimeUnit::Millisecond);
+	Layout s(31, 22, 10, kDefaultEpoch, TimeUnit::Second);
+	EXPECT_EQ(ms.units_covering(0), 0);
+	EXPECT_EQ(ms.units_covering(2500), 2500);
+	EXPECT_EQ(s.units_covering(0), 0);
+	EXPECT_EQ(s.units_covering(1), 1);
+	EXPECT_EQ(s.units_covering(1000), 1);
+	EXPECT_EQ(s.units_covering(1001), 2);
+	EXPECT_EQ(s.units_covering(2500), 3);
+}
+
 TEST(LayoutTimeUnit, RejectedNames)
 {
 	for (const char *name : {"", "minute", "hour", "day", "microsecond", "us", "ns", "m", "x", "ms ", " s",
