@@ -22,7 +22,10 @@ use Test::More;
 use UidgenTest;
 
 my @borrow = ("uidgen.max_borrow = '1s'");
-my $registry = new_registry_node('registry', member => 0, lease_ttl => '2s', max_borrow => '1s', conf => \@borrow);
+# Leases of 10 s while the agent restarts (a restart took 2 s on a loaded
+# machine, and leases of 2 s lapsed before the new agent renewed them);
+# of 2 s once they are to lapse.
+my $registry = new_registry_node('registry', member => 0, lease_ttl => '10s', max_borrow => '1s', conf => \@borrow);
 $registry->safe_psql('registry', 'SELECT uid_configure(worker_bits => 2, seq_bits => 9)');
 $registry->safe_psql('registry', 'SELECT uid_registry_configure(block_size => 1)');
 
@@ -102,6 +105,7 @@ is(blocks(), '1,2', 'the new agent renews blocks 1 and 2, as the old one leased 
 # Then the grants lapse all the same: the registry's table of blocks stays
 # locked until both blocks may be leased again, so that renewals fail
 # (lock_timeout).  Session a holds worker 1 of block 1 meanwhile.
+$registry->safe_psql('registry', "SELECT uid_registry_configure(lease_ttl => '2s')");
 my $locker = $registry->background_psql('registry');
 $locker->query_safe('BEGIN; LOCK TABLE uidgen.worker_block IN EXCLUSIVE MODE');
 poll_for($member, 60, q{SELECT count(*) = 0 FROM uidgen.registry_status WHERE lease_left_ms > 0})
