@@ -24,7 +24,7 @@ use UidgenTest;
 my @borrow = ("uidgen.max_borrow = '1s'");
 # Leases of 10 s while the agent restarts (a restart took 2 s on a loaded
 # machine, and leases of 2 s lapsed before the new agent renewed them);
-# of 2 s once they are to lapse.
+# the leases it grants after that, block 1's again among them, last 2 s.
 my $registry = new_registry_node('registry', member => 0, lease_ttl => '10s', max_borrow => '1s', conf => \@borrow);
 $registry->safe_psql('registry', 'SELECT uid_configure(worker_bits => 2, seq_bits => 9)');
 $registry->safe_psql('registry', 'SELECT uid_registry_configure(block_size => 1)');
@@ -97,10 +97,18 @@ poll_until(sub { my $pid = agent_pid(); $pid ne '' && $pid ne $agent_pid })
   or die 'the registry agent did not restart';
 
 # The new agent process resumes the grants of the old one: they live in
-# shared memory as long as the server life.
+# shared memory as long as the server life.  The leases as the registry
+# has them once the old agent is gone: only the new one can renew them.
+$registry->safe_psql('registry', q{
+	CREATE TABLE leases_at_restart AS
+	SELECT block, lease_id, lease_expires_at FROM uidgen.worker_block WHERE block IN (1, 2) AND status = 'leased'});
 poll_for($member, 60, q{SELECT bool_and(agent_status = 'ready') FROM uidgen.registry_status})
   or die 'the new agent did not get ready';
-is(blocks(), '1,2', 'the new agent renews blocks 1 and 2, as the old one leased them');
+is(blocks(), '1,2', 'the new agent holds blocks 1 and 2, as the old one leased them');
+ok($registry->poll_query_until('registry', q{
+	SELECT count(*) = 2 FROM uidgen.worker_block b JOIN leases_at_restart r USING (block, lease_id)
+	 WHERE b.status = 'leased' AND b.lease_expires_at > r.lease_expires_at}),
+	'the new agent renewed both leases, under the same lease IDs');
 
 # Then the grants lapse all the same: the registry's table of blocks stays
 # locked until both blocks may be leased again, so that renewals fail
