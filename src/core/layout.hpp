@@ -99,6 +99,20 @@ public:
 	/* Throws Error(OutOfRange) for a negative bigint or one with unused bits set. */
 	UidFields decompose(int64_t uid) const;
 
+	/*
+	 * The largest ID of time unit delta (0 <= delta <= max_delta()): what a
+	 * reservation up to delta lets any worker reach.
+	 */
+	int64_t max_uid_of_unit(int64_t delta) const { return compose_unchecked(delta, max_worker_, max_sequence_); }
+
+	/*
+	 * The unit a generator must start after so that every ID it issues lies
+	 * above uid, an ID of any layout (-1, no floor, for a negative one): the
+	 * bound of another install, or of a session's IDs, holds across layouts
+	 * because it compares IDs, not times.  May lie beyond max_delta().
+	 */
+	int64_t unit_floor_above(int64_t uid) const { return uid < 0 ? -1 : uid >> timestamp_shift_; }
+
 	/* Time units since the epoch at now_ms, rounded down (negative before the epoch). */
 	int64_t delta_at(int64_t unix_ms) const
 	{

@@ -717,3 +717,49 @@ TEST(LayoutFormat, FormatUtc)
 	EXPECT_EQ(uidgen::format_utc(-1), "1969-12-31 23:59:59.999 UTC");
 	EXPECT_EQ(uidgen::format_utc(kBaiduEpoch), "2016-05-19 16:00:00 UTC");
 }
+
+/*
+ * The reach of an install is an ID, and a later install (or a session's
+ * next worker) starts above it under any layout: every ID of the unit after
+ * unit_floor_above(x) is greater than x.
+ */
+TEST(LayoutReach, FloorAboveAnIdHoldsAcrossLayouts)
+{
+	const Layout layouts[] = {
+		Layout::default_layout(),
+		Layout(41, 13, 1, kDefaultEpoch, TimeUnit::Millisecond),
+		Layout(31, 8, 14, kDefaultEpoch, TimeUnit::Second),
+		Layout(40, 5, 8, kDefaultEpoch, TimeUnit::Millisecond),
+		Layout(28, 22, 13, kBaiduEpoch, TimeUnit::Second),
+	};
+	std::mt19937_64 random(42);
+
+	for (const Layout &from : layouts)
+		for (const Layout &to : layouts)
+			for (int i = 0; i < 2000; i++)
+			{
+				int64_t delta = static_cast<int64_t>(random() % static_cast<uint64_t>(from.max_delta() + 1));
+				int64_t reach = from.max_uid_of_unit(delta);
+				int64_t floor = to.unit_floor_above(reach);
+
+				ASSERT_GE(reach, from.compose(delta, from.max_worker(), from.max_sequence()));
+				if (floor + 1 > to.max_delta())
+					continue; /* the later layout cannot issue above it: its time has run out */
+				EXPECT_GT(to.compose(floor + 1, 0, 0), reach);
+				/* And no lower than needed: the floor's own unit may hold IDs at or below it. */
+				EXPECT_LE(to.compose(floor, 0, 0), reach);
+			}
+}
+
+TEST(LayoutReach, EdgesOfTheReach)
+{
+	Layout l = Layout::default_layout();
+
+	EXPECT_EQ(l.max_uid_of_unit(0), l.compose(0, l.max_worker(), l.max_sequence()));
+	EXPECT_EQ(l.max_uid_of_unit(l.max_delta()), l.max_uid());
+	EXPECT_EQ(l.unit_floor_above(-1), -1);
+	EXPECT_EQ(l.unit_floor_above(0), 0);
+	EXPECT_EQ(l.unit_floor_above(l.max_uid_of_unit(12345)), 12345);
+	EXPECT_EQ(l.unit_floor_above(l.compose(12346, 0, 0)), 12346);
+	EXPECT_EQ(l.unit_floor_above(l.max_uid()), l.max_delta());
+}
