@@ -2,6 +2,71 @@
 
 \echo Use "ALTER EXTENSION uidgen UPDATE TO '2.0.0'" to load this file. \quit
 
+-- ---- the reach: what a later install starts above ------------------------
+
+-- DROP EXTENSION takes uidgen.reserved_until with it, and a new install
+-- numbers its workers from 1 again: it must know how far the dropped one
+-- reached.  The reach is an ID at or above every ID an install may have
+-- issued (the largest ID of the unit its time reservation covers), an ID
+-- rather than a time unit, so that it holds across layouts.  An event
+-- trigger keeps it in uidgen_reach.max_id, a schema and a sequence outside
+-- the extension, as the drop begins; it holds the lock that serialises
+-- raises until the drop commits, and a statement running across the drop
+-- stops at the reservation it held.  Nothing of it exists while the
+-- extension is installed, so a dump never creates what a restore's CREATE
+-- EXTENSION created.  (docs/design.md section 5.1.)
+CREATE FUNCTION uidgen.install_reach() RETURNS bigint
+AS 'MODULE_PATHNAME', 'uid_install_reach'
+LANGUAGE C VOLATILE STRICT;
+REVOKE EXECUTE ON FUNCTION uidgen.install_reach() FROM PUBLIC;
+
+-- Fires at every DROP EXTENSION of the database (an event trigger cannot
+-- tell which extension a drop names), and writes only once this install
+-- reached an ID.
+CREATE FUNCTION uidgen.keep_reach() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	reach bigint := uidgen.install_reach();
+BEGIN
+	IF reach = 0 THEN
+		RETURN;
+	END IF;
+	IF to_regnamespace('uidgen_reach') IS NULL THEN
+		CREATE SCHEMA uidgen_reach;
+		COMMENT ON SCHEMA uidgen_reach
+			IS 'Left behind by DROP EXTENSION uidgen: a later CREATE EXTENSION uidgen starts above uidgen_reach.max_id';
+		GRANT USAGE ON SCHEMA uidgen_reach TO PUBLIC;
+	END IF;
+	IF to_regclass('uidgen_reach.max_id') IS NULL THEN
+		CREATE SEQUENCE uidgen_reach.max_id AS bigint MINVALUE 0 START WITH 0 NO CYCLE;
+		COMMENT ON SEQUENCE uidgen_reach.max_id
+			IS 'An ID at or above every ID that the dropped installs of uidgen may have issued in this database';
+		REVOKE ALL ON uidgen_reach.max_id FROM PUBLIC;
+		GRANT SELECT ON uidgen_reach.max_id TO PUBLIC;
+	END IF;
+	PERFORM setval('uidgen_reach.max_id', reach, true) FROM uidgen_reach.max_id WHERE last_value < reach;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION uidgen.keep_reach() FROM PUBLIC;
+CREATE EVENT TRIGGER uidgen_keep_reach ON ddl_command_start WHEN TAG IN ('DROP EXTENSION')
+	EXECUTE FUNCTION uidgen.keep_reach();
+
+-- The reach of earlier installs, read once: every worker of this one starts
+-- above it.  Zero for a first install, which pays nothing.
+CREATE SEQUENCE uidgen.install_floor AS bigint MINVALUE 0 START WITH 0 NO CYCLE;
+COMMENT ON SEQUENCE uidgen.install_floor
+	IS 'The reach of earlier installs of uidgen in this database: every worker starts above this ID';
+DO $$
+BEGIN
+	IF pg_catalog.to_regclass('uidgen_reach.max_id') IS NOT NULL THEN
+		PERFORM pg_catalog.setval('uidgen.install_floor', last_value, true) FROM uidgen_reach.max_id;
+	END IF;
+END
+$$;
+REVOKE ALL ON uidgen.install_floor FROM PUBLIC;
+GRANT SELECT ON uidgen.install_floor TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('uidgen.install_floor', '');
+
 -- Every database with the extension can be a fleet's registry: the database
 -- that uidgen.registry names on the members.  It leases blocks of worker ids
 -- to server lives (one start of one postmaster) and keeps their history.

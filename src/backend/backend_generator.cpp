@@ -215,8 +215,15 @@ void
 register_worker()
 {
 	Registration r = claim_new_worker(ClaimCommit::Apart);
+	/*
+	 * A worker that replaces another (a join, a withdrawn lease, lost locks,
+	 * a reinstall) starts above the session's last ID, borrowed time
+	 * included, so that the session's IDs keep increasing (invariant 3).
+	 */
+	int64_t floor = std::max(r.claim.floor_delta,
+							 state.last_uid ? r.layout.unit_floor_above(*state.last_uid) : Generator::no_floor);
 
-	state.issuing.emplace(r.layout, r.claim.worker, r.claim.floor_delta, r.leased, r.lease, r.joins_seen);
+	state.issuing.emplace(r.layout, r.claim.worker, floor, r.leased, r.lease, r.joins_seen);
 	if (r.committed)
 		state.issuing->claim.committed_apart();
 	else

@@ -126,6 +126,12 @@ reserved_until_relid()
 }
 
 Oid
+install_floor_relid()
+{
+	return lookup_relid_if_exists("install_floor");
+}
+
+Oid
 membership_relid()
 {
 	return lookup_relid_if_exists("membership");

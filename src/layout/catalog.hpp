@@ -34,6 +34,13 @@ Oid worker_table_relid();
 Oid reserved_until_relid();
 
 /*
+ * OID of uidgen.install_floor, the reach of earlier installs that every
+ * worker starts above, or InvalidOid when the extension's SQL objects are
+ * older than it (2.0.0).  Not cached: only claims ask.
+ */
+Oid install_floor_relid();
+
+/*
  * OID of uidgen.membership, or InvalidOid when the extension's SQL objects
  * are older than it (2.0.0).  Not cached: only registrations ask.
  */

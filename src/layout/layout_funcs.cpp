@@ -295,6 +295,7 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch, bool *changed
 					 errhint("Choose a fleet's layout before its registry leases its first block; another "
 							 "layout needs a new registry.")));
 		refuse_if_decoders_have_dependents();
+		refuse_below_install_floor(layout);
 
 		Oid types[5] = {INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TEXTOID};
 		Datum values[5] = {Int32GetDatum(layout.time_bits()), Int32GetDatum(layout.worker_bits()),
@@ -343,3 +344,14 @@ UIDGEN_FUNCTION(uid_configure)
 	return layout_info_datum(fcinfo, layout, configurable);
 }
 
+
+/*
+ * uidgen.install_reach() returns the largest ID this install may have
+ * issued, for the event trigger that keeps it past DROP EXTENSION
+ * (docs/design.md section 5.1); it holds the raise lock until the
+ * transaction ends.
+ */
+UIDGEN_FUNCTION(uid_install_reach)
+{
+	PG_RETURN_INT64(with_spi(Rights::Owner, [] { return install_reach(); }));
+}

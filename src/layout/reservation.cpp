@@ -4,8 +4,11 @@
  */
 #include "layout/reservation.hpp"
 
+#include "core/generator.hpp"
 #include "layout/catalog.hpp"
 #include "pg/guard.hpp"
+#include "pg/pg_clock.hpp"
+#include "pg/settings.hpp"
 #include "pg/spi.hpp"
 
 extern "C" {
@@ -13,8 +16,11 @@ extern "C" {
 #include "access/xlog_internal.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 }
+
+#include <algorithm>
 
 namespace uidgen::pg {
 
@@ -130,6 +136,25 @@ cover(Oid sequence_relid, int64_t delta, int64_t window_units)
 }
 
 /*
+ * The install this reservation was made for is gone: a statement that ran
+ * across DROP EXTENSION and CREATE EXTENSION stops at the reservation it
+ * held, which the new install's reach lies above.  Going on under the new
+ * install's mark would issue its old worker's IDs in the new install's
+ * time, where the new numbering hands the same worker out again.
+ */
+void
+refuse_reinstalled(bool created_again)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 created_again ? errmsg("extension \"uidgen\" was dropped and created again while this session issued IDs")
+						   : errmsg("extension \"uidgen\" was dropped while this session issued IDs"),
+			 errdetail("The session's worker belonged to the dropped install, whose time reservation ends here; the "
+					   "new install's workers start above every ID the dropped one issued."),
+			 errhint("Run the command again: it claims a worker of the new install.")));
+}
+
+/*
  * Without uidgen.reserved_until the extension's SQL objects must be those of
  * 1.0.0, whose library reserved nothing; anything else is a damaged
  * installation, and issuing unreserved IDs in it would be silent.
@@ -164,20 +189,31 @@ warn_once_that_sql_is_old()
 } // namespace
 
 DatabaseReservation::DatabaseReservation(const Layout &layout)
-	: window_units_(layout.units_covering(window_ms))
+	: window_units_(layout.units_covering(window_ms)),
+	  install_(pg_call([] { return reserved_until_relid(); }))
 {
 }
 
 int64_t
 DatabaseReservation::extend(int64_t delta)
 {
-	int64_t window_units = window_units_;
-
-	return pg_call([delta, window_units]() -> int64_t {
+	return pg_call([this, delta]() -> int64_t {
 		Oid sequence_relid = reserved_until_relid();
 
+		/*
+		 * Locked first, which also takes in the invalidations of a drop that
+		 * committed meanwhile, and keeps one from committing until this
+		 * transaction ends: what the name finds below is this install's.
+		 */
+		if (OidIsValid(install_))
+		{
+			LockRelationOid(install_, AccessShareLock);
+			sequence_relid = reserved_until_relid();
+			if (sequence_relid != install_)
+				refuse_reinstalled(OidIsValid(sequence_relid));
+		}
 		if (OidIsValid(sequence_relid))
-			return cover(sequence_relid, delta, window_units);
+			return cover(sequence_relid, delta, window_units_);
 		if (!sql_predates_reservation())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -186,7 +222,7 @@ DatabaseReservation::extend(int64_t delta)
 					 errhint("Recreate the extension, or restore the sequence from a backup.")));
 		warn_once_that_sql_is_old();
 		/* Issue as 1.0.0 did, and look again a window later: ALTER EXTENSION UPDATE may have run. */
-		return delta + window_units;
+		return delta + window_units_;
 	});
 }
 
@@ -204,6 +240,79 @@ reset_reservation()
 		spi_run("SELECT pg_catalog.setval($1, -1, false)", 1, types, values, Visibility::Transaction,
 				SPI_OK_SELECT);
 	});
+}
+
+int64_t
+install_reach()
+{
+	Oid sequence_relid = reserved_until_relid();
+
+	/* No worker was ever claimed, so nothing was issued: the mark is a guess at the clock. */
+	if (!OidIsValid(sequence_relid) || !worker_ever_claimed())
+		return 0;
+
+	/*
+	 * Held until this transaction ends, not for the call: a raise that came
+	 * after the read below would go past the reach; once the drop commits,
+	 * a raise finds its install gone (DatabaseReservation::extend()).
+	 */
+	LOCKTAG tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, sequence_relid, 0, raise_lock_key_kind);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+
+	int64_t mark = read_durable_mark();
+	Layout layout = read_layout(true);
+
+	return mark < 0 ? 0 : layout.max_uid_of_unit(std::min(mark, layout.max_delta()));
+}
+
+int64_t
+install_floor_delta(const Layout &layout)
+{
+	Oid relid = install_floor_relid();
+
+	if (!OidIsValid(relid))
+		return Generator::no_floor;
+
+	Oid types[1] = {REGCLASSOID};
+	Datum values[1] = {ObjectIdGetDatum(relid)};
+
+	spi_run("SELECT coalesce(pg_catalog.pg_sequence_last_value($1), 0)", 1, types, values, Visibility::Latest,
+			SPI_OK_SELECT);
+	int64_t floor_id = spi_int64(0, 0);
+
+	return floor_id > 0 ? layout.unit_floor_above(floor_id) : Generator::no_floor;
+}
+
+void
+refuse_below_install_floor(const Layout &layout)
+{
+	int64_t floor = install_floor_delta(layout);
+
+	if (floor == Generator::no_floor)
+		return;
+
+	int64_t now_ms = backend_clock().now_ms();
+	std::optional<int64_t> start = floor < layout.max_delta() ? layout.start_of(floor + 1) : std::nullopt;
+
+	/* As far ahead as a session may borrow, and a window: what a reinstall right after the last ID needs. */
+	if (start && *start - now_ms <= max_borrow_ms + window_ms)
+		return;
+
+	/* Formatted before ereport: nothing with a destructor may be live when it jumps. */
+	char until[64] = "";
+	Layout::Text text = layout.describe_text();
+	if (start)
+		snprintf(until, sizeof(until), "%s", format_utc(*start).c_str());
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot use layout %s: its IDs lie below those an earlier install of uidgen issued in this "
+					"database",
+					text.text),
+			 start ? errdetail("Every ID of this layout up to %s lies at or below uidgen.install_floor.", until)
+				   : errdetail("Every ID of this layout lies at or below uidgen.install_floor."),
+			 errhint("Keep the layout of the earlier install, or choose one whose IDs are larger.")));
 }
 
 std::optional<int64_t>

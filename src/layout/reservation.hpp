@@ -19,6 +19,10 @@
 #include <optional>
 #include <type_traits>
 
+extern "C" {
+#include "postgres.h"
+}
+
 namespace uidgen::pg {
 
 /*
@@ -30,12 +34,15 @@ namespace uidgen::pg {
 class DatabaseReservation final : public TimeReservation
 {
 public:
+	/* Bound to the install whose uidgen.reserved_until exists now. */
 	explicit DatabaseReservation(const Layout &layout);
 
+	/* Refuses (55000) once the extension was dropped and created again. */
 	int64_t extend(int64_t delta) override;
 
 private:
 	int64_t window_units_;
+	Oid install_; /* uidgen.reserved_until of the install, InvalidOid before 1.1.0 */
 };
 static_assert(std::is_trivially_destructible_v<DatabaseReservation>);
 
@@ -59,5 +66,30 @@ std::optional<int64_t> settled_reserved_until();
  * ever registered.  Does nothing when the sequence does not exist (1.0.0).
  */
 void reset_reservation();
+
+/*
+ * Inside an SPI connection, for DROP EXTENSION (the reach it leaves behind):
+ * the largest ID any worker of this install may have issued, the largest of
+ * the unit the time reservation covers, or 0 when it covers none.  Holds
+ * the lock that serialises raises until the transaction ends, so that no
+ * raise goes past it before the drop commits.
+ */
+int64_t install_reach();
+
+/*
+ * Inside an SPI connection: the unit every worker of this install starts
+ * after, so that it issues above the reach of earlier installs of the
+ * extension in this database (uidgen.install_floor); Generator::no_floor
+ * for a first install or SQL older than 2.0.0.
+ */
+int64_t install_floor_delta(const Layout &layout);
+
+/*
+ * Inside an SPI connection, for uid_configure: refuses (55000) a layout
+ * whose IDs stay at or below the install floor for longer than a session
+ * may borrow ahead.  Its workers could only wait, or find the layout's time
+ * exhausted.
+ */
+void refuse_below_install_floor(const Layout &layout);
 
 } // namespace uidgen::pg

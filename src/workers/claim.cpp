@@ -6,6 +6,7 @@
 #include "workers/claim.hpp"
 
 #include "layout/catalog.hpp"
+#include "layout/reservation.hpp"
 #include "pg/guard.hpp"
 #include "pg/identity.hpp"
 #include "pg/pg_clock.hpp"
@@ -27,6 +28,8 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
 }
+
+#include <algorithm>
 
 namespace uidgen::pg {
 
@@ -192,6 +195,8 @@ claim_new_worker(ClaimCommit commit)
 		}
 		if (!committed)
 			write_claim(claim.worker, claimant.identity);
+		/* Numbered from 1 again after DROP and CREATE EXTENSION: above all that earlier installs issued. */
+		claim.floor_delta = std::max(claim.floor_delta, install_floor_delta(layout));
 		/*
 		 * Leaked workers this registration released are rows this transaction
 		 * wrote: it counts as a claim written here, which PREPARE refuses (a
