@@ -12,6 +12,7 @@
 #include "server/shared_state.hpp"
 
 extern "C" {
+#include "lib/stringinfo.h"
 #include "libpq-fe.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -84,6 +85,51 @@ void
 assign_registry(const char *, void *)
 {
 	registry_setting_changed();
+}
+
+/*
+ * What SHOW, pg_settings and current_setting() give a role that is not a
+ * superuser: GUC_SUPERUSER_ONLY lets pg_read_all_settings (and so
+ * pg_monitor) read the value, which may hold a password.  The keywords and
+ * other values are shown, those libpq marks secret (dispchar "*": password,
+ * sslpassword) masked; a value that does not parse
+ * (it cannot be set) is not shown at all.  Built with PostgreSQL's own
+ * allocator: nothing here throws.
+ */
+const char *
+show_registry()
+{
+	const char *value = registry_setting != nullptr ? registry_setting : "";
+	char *error = nullptr;
+
+	if (value[0] == '\0' || superuser())
+		return value;
+
+	PQconninfoOption *options = PQconninfoParse(value, &error);
+
+	if (error != nullptr)
+		PQfreemem(error);
+	if (options == nullptr)
+		return "********";
+
+	StringInfoData text;
+
+	initStringInfo(&text);
+	for (PQconninfoOption *option = options; option->keyword != nullptr; option++)
+	{
+		if (option->val == nullptr)
+			continue;
+		appendStringInfo(&text, "%s%s='", text.len > 0 ? " " : "", option->keyword);
+		for (const char *c = option->dispchar[0] == '*' ? "********" : option->val; *c != '\0'; c++)
+		{
+			if (*c == '\'' || *c == '\\')
+				appendStringInfoChar(&text, '\\');
+			appendStringInfoChar(&text, *c);
+		}
+		appendStringInfoChar(&text, '\'');
+	}
+	PQconninfoFree(options);
+	return text.data;
 }
 
 } // namespace
@@ -165,7 +211,8 @@ define_settings()
 	/*
 	 * The registry is reached by one background worker per server, which
 	 * needs the library preloaded; the value may hold a password, so only
-	 * superusers see it (GUC_SUPERUSER_ONLY).
+	 * superusers and pg_read_all_settings see it (GUC_SUPERUSER_ONLY), and
+	 * the latter with its secrets masked (show_registry()).
 	 */
 	DefineCustomStringVariable("uidgen.registry",
 							   gettext_noop("Connection string of the registry database that leases worker "
@@ -173,7 +220,7 @@ define_settings()
 							   gettext_noop("Empty keeps IDs unique within each database only. Needs "
 											"shared_preload_libraries = 'uidgen'."),
 							   &registry_setting, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, check_registry,
-							   assign_registry, nullptr);
+							   assign_registry, show_registry);
 
 	/*
 	 * A developer setting, as PostgreSQL's own (GUC_NOT_IN_SAMPLE, hidden
