@@ -112,16 +112,8 @@ Install them as root:  apt-get update && apt-get install -y $missing"
 # the script again as postgres (initdb refuses root) and exit with its status.
 install_or_rerun_as_postgres() {
 	local script=$1; shift
-	if [ -n "${PG_CONFIG:-}" ]; then
-		PG_CONFIG=$(source_pg_config) || exit 1	# an absolute path, for the rerun
-		export PG_CONFIG
-	fi
-	# shellcheck disable=SC2046
-	ensure_packages $(required_packages)
+	prepare_to_run_as_postgres
 	if [ "$(id -u)" -eq 0 ]; then
-		if [ -n "${PG_CONFIG:-}" ] && ! runuser -u postgres -- "$PG_CONFIG" --version >/dev/null 2>&1; then
-			die "the postgres user cannot run $PG_CONFIG"
-		fi
 		local status=0
 		rerun_as_postgres "$script" "$@" || status=$?
 		exit $status
@@ -156,6 +148,21 @@ build_and_install() {
 copy_tree() {
 	tar -C "$1" --exclude=.git --exclude=build --exclude=tmp_check --exclude=results \
 		--exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . | tar -C "$2" -xf -
+}
+
+# What a script run as root needs before rerun_as_postgres: an absolute
+# PG_CONFIG that postgres can run, and the packages.
+prepare_to_run_as_postgres() {
+	if [ -n "${PG_CONFIG:-}" ]; then
+		PG_CONFIG=$(source_pg_config) || exit 1	# an absolute path, for the rerun
+		export PG_CONFIG
+	fi
+	# shellcheck disable=SC2046
+	ensure_packages $(required_packages)
+	if [ "$(id -u)" -eq 0 ] && [ -n "${PG_CONFIG:-}" ] &&
+		! runuser -u postgres -- "$PG_CONFIG" --version >/dev/null 2>&1; then
+		die "the postgres user cannot run $PG_CONFIG"
+	fi
 }
 
 # Copies the tree to a fresh directory owned by postgres and runs the given

@@ -26,9 +26,20 @@ done
 out=${out:-$top/build/nemesis}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-# The postgres user of a root run writes there.
-[ "$(id -u)" -ne 0 ] || chown postgres: "$out"
 
+# As root the work runs as postgres, which may not be able to enter this
+# tree (a checkout under /root): it writes into a directory of its own, whose
+# contents come here when it ends.
+if [ "$(id -u)" -eq 0 ]; then
+	prepare_to_run_as_postgres
+	work_out=$(mktemp -d /tmp/uidgen-nemesis-out.XXXXXX)
+	chown postgres: "$work_out"
+	status=0
+	rerun_as_postgres scripts/nemesis.sh --out "$work_out" "${args[@]}" || status=$?
+	cp -a "$work_out"/. "$out"/
+	rm -rf "$work_out"
+	exit $status
+fi
 install_or_rerun_as_postgres scripts/nemesis.sh --out "$out" "${args[@]}"
 
 cd "$top"
