@@ -830,3 +830,98 @@ AS 'MODULE_PATHNAME', 'uid_decode'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION @extschema@.uid_decode(text)
 	IS 'The ID of a text form of uid_encode(), in either case, I and L read as 1 and O as 0';
+
+-- User features: UUID interop, masked IDs, ID blocks, uid_now()
+-- (docs/reference.md; the UUID form in src/core/uuid_form.hpp, the mask in
+-- src/core/id_mask.hpp)
+
+-- IDs as UUIDv7-shaped UUIDs: the ID's time in the UUID's millisecond
+-- field, the ID itself in the rest, so that the UUIDs of one layout's IDs
+-- sort as the IDs do.  IMMUTABLE under the guard that protects
+-- uid_timestamp(): uid_configure() refuses to change the layout while an
+-- object depends on them (docs/design.md section 2.3).
+CREATE FUNCTION @extschema@.uid_to_uuid(uid bigint) RETURNS uuid
+AS 'MODULE_PATHNAME', 'uid_to_uuid'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.uid_to_uuid(bigint)
+	IS 'The ID as a UUIDv7-shaped UUID: its time in the timestamp field, ordered as the IDs are';
+
+CREATE FUNCTION @extschema@.uuid_to_uid(uuid uuid) RETURNS bigint
+AS 'MODULE_PATHNAME', 'uuid_to_uid'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.uuid_to_uid(uuid)
+	IS 'The ID of a UUID made by uid_to_uuid(); any other UUID is refused';
+
+-- Masked IDs: a keyed permutation of the layout's IDs, for public IDs that
+-- tell neither time, worker nor volume.  The keys stay in this table, which
+-- only the extension's owner reads; a call names its key.  pg_dump carries
+-- the keys along (masks stored elsewhere mean nothing without them), so a
+-- dump is as secret as the keys.
+CREATE TABLE uidgen.mask_key (
+	name       text PRIMARY KEY,
+	key        bytea NOT NULL CHECK (pg_catalog.length(key) = 16),
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE uidgen.mask_key IS 'Keys of uid_mask(), by name; readable by the extension''s owner only';
+REVOKE ALL ON uidgen.mask_key FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('uidgen.mask_key', '');
+CREATE TRIGGER skip_replicated_write BEFORE INSERT OR UPDATE OR DELETE ON uidgen.mask_key
+	FOR EACH ROW EXECUTE FUNCTION uidgen.skip_replicated_write();
+ALTER TABLE uidgen.mask_key ENABLE ALWAYS TRIGGER skip_replicated_write;
+CREATE TRIGGER skip_replicated_truncate BEFORE TRUNCATE ON uidgen.mask_key
+	FOR EACH STATEMENT EXECUTE FUNCTION uidgen.skip_replicated_write();
+ALTER TABLE uidgen.mask_key ENABLE ALWAYS TRIGGER skip_replicated_truncate;
+
+-- 16 bytes from the server's strong random source (pg_strong_random).
+CREATE FUNCTION uidgen.mask_key_random() RETURNS bytea
+AS 'MODULE_PATHNAME', 'uid_mask_key_random'
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+REVOKE EXECUTE ON FUNCTION uidgen.mask_key_random() FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.uid_mask_key_create(name text) RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	INSERT INTO uidgen.mask_key (name, key) VALUES (uid_mask_key_create.name, uidgen.mask_key_random());
+EXCEPTION WHEN unique_violation THEN
+	RAISE EXCEPTION 'uid mask key "%" already exists', uid_mask_key_create.name
+		USING ERRCODE = 'duplicate_object',
+		      DETAIL = 'Masks made under a key mean nothing under another: a key is never replaced.';
+END
+$$;
+COMMENT ON FUNCTION @extschema@.uid_mask_key_create(text)
+	IS 'Creates a key for uid_mask() from the server''s strong random source';
+
+-- The key is read as the extension's owner: whoever may execute these need
+-- not read uidgen.mask_key.  Granted by the owner, to the roles that serve
+-- public IDs.
+CREATE FUNCTION @extschema@.uid_mask(uid bigint, key_name text) RETURNS bigint
+AS 'MODULE_PATHNAME', 'uid_mask'
+LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.uid_mask(bigint, text)
+	IS 'The public form of an ID: a permutation of 0 to uid_layout().max_id under the named key';
+
+CREATE FUNCTION @extschema@.uid_unmask(masked bigint, key_name text) RETURNS bigint
+AS 'MODULE_PATHNAME', 'uid_unmask'
+LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION @extschema@.uid_unmask(bigint, text)
+	IS 'The ID behind a public form of uid_mask() under the same key';
+
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_mask_key_create(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_mask(bigint, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_unmask(bigint, text) FROM PUBLIC;
+
+-- Blocks of IDs for an ORM's pooled-lo optimizer: the first of n
+-- consecutive IDs of one time unit and one worker, all the caller's.
+CREATE FUNCTION @extschema@.uid_next_block(n int) RETURNS bigint
+AS 'MODULE_PATHNAME', 'uid_next_block'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.uid_next_block(int)
+	IS 'The first of n consecutive IDs reserved for the caller, within one time unit (n <= 2^seq_bits)';
+
+-- An ID value for now, for TimescaleDB's set_integer_now_func: the largest
+-- ID of the time unit the statement started in.
+CREATE FUNCTION @extschema@.uid_now() RETURNS bigint
+LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+AS 'SELECT @extschema@.uid_max(pg_catalog.statement_timestamp())';
+COMMENT ON FUNCTION @extschema@.uid_now()
+	IS 'The largest ID of the time unit the statement started in: an integer "now" for TimescaleDB';

@@ -453,6 +453,27 @@ next_uid()
 	return uid;
 }
 
+int64_t
+next_uid_block(int64_t n)
+{
+	if (__builtin_expect(!state.scope.has_value(), 0))
+		state.scope = current_scope();
+
+	int64_t first;
+
+	if (*state.scope == Scope::Server)
+		first = next_server_block(n);
+	else
+	{
+		if (unlikely(!ready_to_issue() || XactReadOnly))
+			prepare_to_issue();
+		first = state.issuing->generator.next_block(current_generator_kind(), backend_clock(), current_limits(), n);
+	}
+	/* The block's top is the last ID issued to this session. */
+	state.last_uid = first + (n - 1);
+	return first;
+}
+
 std::optional<int64_t>
 last_issued_uid()
 {

@@ -26,6 +26,12 @@ namespace uidgen::pg {
  */
 int64_t next_uid();
 
+/*
+ * The first of n consecutive IDs of one time unit and one worker, all issued
+ * to the caller (uid_next_block()); n is 1 to 2^s, which the caller checks.
+ */
+int64_t next_uid_block(int64_t n);
+
 /* The last ID this backend issued; nullopt before the first. */
 std::optional<int64_t> last_issued_uid();
 

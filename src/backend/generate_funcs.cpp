@@ -1,8 +1,10 @@
 /*
  * generate_funcs.cpp
- *	  uid_next(), uid_next_batch(), uid_lastval() and uid_current_worker().
+ *	  uid_next(), uid_next_batch(), uid_next_block(), uid_lastval() and
+ *	  uid_current_worker().
  */
 #include "backend/backend_generator.hpp"
+#include "layout/catalog.hpp"
 #include "pg/guard.hpp"
 
 extern "C" {
@@ -43,6 +45,27 @@ UIDGEN_FUNCTION(uid_next_batch)
 	if (funcctx->call_cntr < funcctx->max_calls)
 		SRF_RETURN_NEXT(funcctx, Int64GetDatum(next_uid()));
 	SRF_RETURN_DONE(funcctx);
+}
+
+/*
+ * uid_next_block(n int) returns bigint: the first of n consecutive IDs of one
+ * time unit and one worker, all the caller's, for an ORM's pooled-lo
+ * optimizer.  At most the IDs of one unit.
+ */
+UIDGEN_FUNCTION(uid_next_block)
+{
+	int32 count = PG_GETARG_INT32(0);
+	int64_t per_unit = database_layout().max_sequence() + 1;
+
+	if (count < 1 || count > per_unit)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("block size %d is out of range", count),
+				 errdetail("A block is 1 to %lld IDs: those of one time unit of one worker under this "
+						   "database's layout.",
+						   static_cast<long long>(per_unit)),
+				 errhint("Use a smaller increment, or uid_next_batch() for IDs across units.")));
+	return Int64GetDatum(next_uid_block(count));
 }
 
 /* uid_lastval() returns bigint: like lastval(), for this session's IDs. */

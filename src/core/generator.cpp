@@ -121,4 +121,24 @@ Generator::next_default(Clock &clock, const GeneratorLimits &limits)
 	return layout_.compose_unchecked(last_, worker_, sequence_);
 }
 
+int64_t
+Generator::next_block(GeneratorKind kind, Clock &clock, const GeneratorLimits &limits, int64_t n)
+{
+	if (n < 1 || n > layout_.max_sequence() + 1)
+		throw Error(ErrorKind::InvalidParameter, "block size " + std::to_string(n) + " is out of range",
+					"A block is at most the " + std::to_string(layout_.max_sequence() + 1) +
+						" IDs of one time unit under layout " + layout_.describe() + ".");
+
+	int64_t first = next(kind, clock, limits);
+
+	if (sequence_ > layout_.max_sequence() - (n - 1))
+	{
+		/* A new unit starts at sequence 0, which always has room for n. */
+		sequence_ = layout_.max_sequence();
+		first = next(kind, clock, limits);
+	}
+	sequence_ += n - 1;
+	return first;
+}
+
 } // namespace uidgen

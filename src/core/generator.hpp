@@ -69,6 +69,17 @@ public:
 	int64_t next_cached(Clock &clock, const GeneratorLimits &limits);
 	int64_t next_default(Clock &clock, const GeneratorLimits &limits);
 
+	/*
+	 * The first of n (1 to 2^s) consecutive IDs of one time unit, all issued
+	 * to the caller: the next ID as next() makes it, and when its unit lacks
+	 * room for n - 1 more, the rest of that unit is skipped (never issued)
+	 * and the block starts the next unit as next() would, borrowing or
+	 * waiting.  The sequence then moves past the block.  Throws
+	 * Error(InvalidParameter) for n out of range; on any other throw the
+	 * state may have moved up (IDs skipped, never issued twice).
+	 */
+	int64_t next_block(GeneratorKind kind, Clock &clock, const GeneratorLimits &limits, int64_t n);
+
 	const Layout &layout() const { return layout_; }
 	int64_t worker_id() const { return worker_; }
 	/* L: the latest time unit issued (or the floor, before the first ID). */

@@ -44,6 +44,33 @@ take_chunk(std::atomic<uint64_t> &cursor, uint64_t min_word, uint64_t n)
 	return CursorChunk{first, first + n};
 }
 
+std::optional<CursorChunk>
+take_block(std::atomic<uint64_t> &cursor, uint64_t min_word, uint64_t n, int seq_bits)
+{
+	uint64_t unit_words = uint64_t{1} << seq_bits;
+
+	if (min_word >= cursor_closed_bit || n < 1 || n > unit_words)
+		return std::nullopt;
+
+	/* Acquire on success, as take_chunk()'s fetch-add: see there. */
+	uint64_t seen = cursor.load(std::memory_order_acquire);
+
+	for (;;)
+	{
+		if (seen >= cursor_closed_bit)
+			return std::nullopt;
+
+		uint64_t first = seen < min_word ? min_word : seen;
+
+		if ((first & (unit_words - 1)) + n > unit_words)
+			first = (first | (unit_words - 1)) + 1;
+		if (first + n >= cursor_closed_bit)
+			return std::nullopt;
+		if (cursor.compare_exchange_weak(seen, first + n, std::memory_order_acquire, std::memory_order_acquire))
+			return CursorChunk{first, first + n};
+	}
+}
+
 std::optional<uint64_t>
 close_cursor(std::atomic<uint64_t> &cursor)
 {

@@ -79,6 +79,14 @@ static_assert(std::is_trivially_destructible_v<CursorWords>);
 std::optional<CursorChunk> take_chunk(std::atomic<uint64_t> &cursor, uint64_t min_word, uint64_t n);
 
 /*
+ * Takes n (1 to 2^s) consecutive words of one time unit at or after
+ * min_word: where the cursor stands when its unit has room for n, else
+ * from the start of the next unit (the rest of the unit is never handed
+ * out).  nullopt as take_chunk().  Lock-free: a compare-and-swap loop.
+ */
+std::optional<CursorChunk> take_block(std::atomic<uint64_t> &cursor, uint64_t min_word, uint64_t n, int seq_bits);
+
+/*
  * Closes the cursor and returns the first word never handed out (every word
  * below it may have been), or nullopt when it was already closed.
  */

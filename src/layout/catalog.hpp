@@ -22,6 +22,18 @@ namespace uidgen::pg {
  */
 constexpr int64_t max_lockable_worker = UINT32_MAX;
 
+/*
+ * The largest ID the layout can issue: its last unit's last sequence of the
+ * highest worker a backend can claim (uid_layout().max_id).
+ */
+inline int64_t
+max_issuable_uid(const Layout &layout)
+{
+	int64_t worker = layout.max_worker() < max_lockable_worker ? layout.max_worker() : max_lockable_worker;
+
+	return layout.compose_unchecked(layout.max_delta(), worker, layout.max_sequence());
+}
+
 /* OIDs of uidgen.config and uidgen.worker_node; errors if the extension is missing. */
 Oid config_relid();
 Oid worker_table_relid();

@@ -121,9 +121,7 @@ layout_info_datum(FunctionCallInfo fcinfo, const Layout &layout, bool configurab
 	values[11] = BoolGetDatum(configurable);
 	if (tupdesc->natts >= 14)
 	{
-		/* The last unit's last sequence of the highest worker a backend can claim. */
-		int64_t max_id =
-			layout.compose_unchecked(layout.max_delta(), DatumGetInt64(values[6]), layout.max_sequence());
+		int64_t max_id = max_issuable_uid(layout);
 
 		values[12] = Int64GetDatum(max_id);
 		values[13] = BoolGetDatum(max_id <= javascript_max_safe_integer);
@@ -133,8 +131,8 @@ layout_info_datum(FunctionCallInfo fcinfo, const Layout &layout, bool configurab
 
 /*
  * Refuses a change of layout while any object of this database depends on
- * the IMMUTABLE field functions uid_timestamp(), uid_worker_id() and
- * uid_sequence(): an expression or partial index, a generated column, a
+ * the IMMUTABLE functions that read it, uid_timestamp(), uid_worker_id(),
+ * uid_sequence(), uid_to_uuid() and uuid_to_uid(): an expression or partial index, a generated column, a
  * check constraint, a view or materialized view, or a function with an
  * SQL-standard body.  Their stored values were computed under the layout in
  * force and would silently disagree with a new one.  Function bodies kept
@@ -168,13 +166,13 @@ refuse_if_decoders_have_dependents()
 		"   AND m.objid = p.oid AND m.deptype = 'e' "
 		"   AND m.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass "
 		"  JOIN pg_catalog.pg_extension x ON x.oid = m.refobjid AND x.extname = 'uidgen' "
-		" WHERE p.prosrc IN ('uid_timestamp', 'uid_worker_id', 'uid_sequence')",
+		" WHERE p.prosrc IN ('uid_timestamp', 'uid_worker_id', 'uid_sequence', 'uid_to_uuid', 'uuid_to_uid')",
 		0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
-	Oid functions[3];
+	Oid functions[5];
 	int nfound = 0;
 	bool isnull;
 
-	for (uint64 i = 0; i < nfunctions && nfound < 3; i++)
+	for (uint64 i = 0; i < nfunctions && nfound < 5; i++)
 		functions[nfound++] =
 			DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 
@@ -239,8 +237,7 @@ refuse_if_decoders_have_dependents()
 
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("cannot change the layout while objects depend on uid_timestamp(), uid_worker_id() or "
-					"uid_sequence()"),
+			 errmsg("cannot change the layout while objects depend on the IMMUTABLE functions that read it"),
 			 errdetail_plural("%d object depends on them: %s.", "%d objects depend on them, among them %s.",
 							  static_cast<unsigned long>(ndependents), ndependents, named),
 			 errhint("Their values were computed under the current layout. Drop them, change the layout, "

@@ -681,6 +681,60 @@ next_server_uid()
 	return next_from_new_chunk();
 }
 
+int64_t
+next_server_block(int64_t n)
+{
+	for (;;)
+	{
+		if (!server.source)
+			start_source();
+
+		Source &source = *server.source;
+		SharedGenerator *g = source.shared;
+
+		/* The block comes from the cursor, above everything this backend issued so far. */
+		if (source.borrowed)
+			give_back(source);
+
+		uint64_t dropped = source.cache.clear();
+		if (dropped > 0)
+			g->dropped.fetch_add(dropped, std::memory_order_relaxed);
+
+		const CursorWords &words = source.cache.words();
+		const Layout &layout = words.layout();
+		int64_t now = now_delta(layout);
+		uint64_t min_word = words.first_of(std::max(now, source.floor_delta + 1));
+		std::optional<CursorChunk> block =
+			take_block(g->cursor, min_word, static_cast<uint64_t>(n), layout.seq_bits());
+
+		/* A closed cursor, or one published for a later generation: as refill(). */
+		if (!block || g->generation.load(std::memory_order_acquire) != source.generation)
+		{
+			server.source.reset();
+			continue;
+		}
+		g->chunks.fetch_add(1, std::memory_order_relaxed);
+		g->ids.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+
+		int64_t unit = words.delta_of(block->first);
+		if (unit > layout.max_delta())
+			throw_time_exhausted(layout);
+		if (!wait_for_reservation(source, unit))
+		{
+			server.source.reset();
+			continue;
+		}
+		std::optional<int64_t> start = layout.start_of(unit);
+		if (start && *start - max_borrow_ms > backend_clock().now_ms())
+		{
+			g->waits.fetch_add(1, std::memory_order_relaxed);
+			wait_until_ms(backend_clock(), *start - max_borrow_ms);
+		}
+		server.last_delta = std::max(server.last_delta, unit);
+		return words.uid_of(block->first, source.cache.worker());
+	}
+}
+
 std::optional<int64_t>
 server_worker()
 {

@@ -19,6 +19,13 @@ namespace uidgen::pg {
 /* The next ID of this backend from the server-wide generator. */
 int64_t next_server_uid();
 
+/*
+ * The first of n (1 to 2^s) consecutive IDs of one unit of the shared
+ * cursor's worker; this backend's cached chunk and any borrowed worker are
+ * given up first, so its IDs keep increasing.
+ */
+int64_t next_server_block(int64_t n);
+
 /* The worker of the chunk this backend issues from; nullopt before its first ID. */
 std::optional<int64_t> server_worker();
 
