@@ -1,7 +1,8 @@
 # ALTER EXTENSION uidgen UPDATE from every released version, with live data:
 # a table keyed by DEFAULT uid_next(), a session holding a registered worker
 # through the update, and new sessions after it.  No ID may repeat, and the
-# update brings what the new version adds (the time reservation).
+# update brings what the new version adds (the time reservation; UUIDs,
+# masks, blocks and uid_now() of 2.0.0), with the catalog of a fresh install.
 use strict;
 use warnings;
 
@@ -67,8 +68,22 @@ for my $version (@released)
 	is($code, 0, "$version: churn after the update found nothing wrong");
 	$old->quit;
 
-	is($node->safe_psql($db, 'SELECT count(*) = count(DISTINCT id) AND count(*) = 31000 FROM t'), 't',
-		"$version: every one of 31,000 IDs unique");
+	# What 2.0.0 adds for users works on the IDs issued before the update.
+	is($node->safe_psql($db, q{
+		SELECT bool_and(uuid_to_uid(uid_to_uuid(id)) = id) FROM t}), 't',
+		"$version: uid_to_uuid() and uuid_to_uid() round-trip the IDs of before the update");
+	$node->safe_psql($db, "SELECT uid_mask_key_create('public')");
+	is($node->safe_psql($db, q{
+		SELECT bool_and(uid_unmask(uid_mask(id, 'public'), 'public') = id) AND count(DISTINCT uid_mask(id, 'public')) = count(*)
+		  FROM t}), 't', "$version: uid_mask() and uid_unmask() under a new key");
+	$node->safe_psql($db, q{
+		INSERT INTO t (id, phase) SELECT b + i, 'block' FROM (SELECT uid_next_block(50) AS b) x, generate_series(0, 49) i});
+	cmp_ok($node->safe_psql($db, 'SELECT uid_now()'), '>=',
+		$node->safe_psql($db, q{SELECT max(id) FROM t WHERE phase = 'new session'}),
+		"$version: uid_now() is at or above what a session issued before");
+
+	is($node->safe_psql($db, 'SELECT count(*) = count(DISTINCT id) AND count(*) = 31050 FROM t'), 't',
+		"$version: every one of 31,050 IDs unique, a block of 50 among them");
 
 	# The updated database is the same as a fresh one of the new version.  (A fresh
 	# install runs the same update scripts today; this guards a full install
@@ -81,6 +96,25 @@ for my $version (@released)
 		   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'uidgen') ORDER BY 1};
 	is($node->safe_psql($db, $objects), $node->safe_psql("fresh_$db", $objects),
 		"$version: the updated extension has the objects of a fresh $default");
+	# And the same signatures, markings, settings, privileges and comments.
+	my $catalog = q{
+		SELECT p.oid::regprocedure::text, pg_get_function_result(p.oid), p.provolatile, p.proisstrict,
+		       p.proparallel, p.prosecdef, p.proconfig, p.proacl, obj_description(p.oid, 'pg_proc')
+		  FROM pg_proc p
+		  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+		 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'uidgen')
+		UNION ALL
+		SELECT c.oid::regclass::text, c.relkind::text, NULL, NULL, NULL, NULL, c.reloptions, c.relacl,
+		       obj_description(c.oid, 'pg_class')
+		  FROM pg_class c
+		  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+		 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'uidgen')
+		 ORDER BY 1};
+	is($node->safe_psql($db, $catalog), $node->safe_psql("fresh_$db", $catalog),
+		"$version: and the same function signatures, volatility, privileges and comments");
+	like($node->safe_psql($db, $catalog),
+		qr/uid_mask\(bigint,text\).*uid_next_block\(integer\).*uid_now\(\).*uid_to_uuid\(bigint\).*uuid_to_uid\(uuid\)/s,
+		"$version: the update brought uid_mask, uid_next_block, uid_now, uid_to_uuid and uuid_to_uid");
 }
 
 # A 1.1 installation that lost its reservation refuses to issue rather than issue unreserved IDs.

@@ -192,7 +192,9 @@ TEST(CursorBlock, ConcurrentBlocksAndChunksAreDisjoint)
 		for (auto &c : taken[t])
 		{
 			if (t % 2 == 0)
+			{
 				ASSERT_EQ(c.first >> 6, (c.second - 1) >> 6) << "a block within one unit";
+			}
 			all.push_back(c);
 		}
 	std::sort(all.begin(), all.end());

@@ -161,7 +161,9 @@ TEST(UuidForm, RoundTripAndOrderOfRandomIds)
 
 			ASSERT_EQ(uuid_to_uid(l, u), uid);
 			if (previous_uid >= 0)
+			{
 				ASSERT_EQ(uid < previous_uid, u.bytes < previous.bytes) << uid << " " << previous_uid;
+			}
 			previous = u;
 			previous_uid = uid;
 		}
