@@ -1,7 +1,7 @@
 /*
  * id_mask.hpp
  *	  A keyed permutation of [0, max_id]: public IDs that reveal neither
- *	  time, worker nor volume, and the IDs behind them (docs/id-mask.md).
+ *	  time, worker nor volume, and the IDs behind them (docs/reference.md, "Public IDs").
  *
  * The construction is FF1's (NIST SP 800-38G) Feistel structure over binary
  * strings: the b bits of the smallest power of two above max_id are split

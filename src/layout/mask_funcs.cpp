@@ -8,10 +8,12 @@
  */
 #include "core/id_mask.hpp"
 #include "layout/catalog.hpp"
+#include "pg/compat.hpp"
 #include "pg/guard.hpp"
 #include "pg/spi.hpp"
 
 extern "C" {
+#include "access/xact.h"
 #include "catalog/pg_type_d.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
@@ -34,7 +36,7 @@ struct MaskKey
 static_assert(std::is_trivially_destructible_v<MaskKey>);
 
 MaskKey
-read_mask_key(text *name)
+read_stored_key(text *name)
 {
 	return with_spi(Rights::Owner, [name] {
 		Oid types[1] = {TEXTOID};
@@ -56,6 +58,49 @@ read_mask_key(text *name)
 		}
 		return key;
 	});
+}
+
+/*
+ * The last key read, for the rest of its command: every call of a command
+ * would read the same row (the functions are STABLE), so a query that masks
+ * many IDs reads its key once.
+ */
+struct KeyCache
+{
+	LocalTransactionId transaction;
+	CommandId command;
+	bool valid;
+	char name[64];
+	MaskKey key;
+};
+static_assert(std::is_trivially_destructible_v<KeyCache>);
+
+KeyCache key_cache;
+
+MaskKey
+read_mask_key(text *name)
+{
+	size_t length = VARSIZE_ANY_EXHDR(name);
+	bool cacheable = length < sizeof(key_cache.name);
+	LocalTransactionId transaction = my_local_transaction_id();
+	CommandId command = GetCurrentCommandId(false);
+
+	if (cacheable && key_cache.valid && key_cache.transaction == transaction && key_cache.command == command &&
+		strlen(key_cache.name) == length && memcmp(key_cache.name, VARDATA_ANY(name), length) == 0)
+		return key_cache.key;
+
+	MaskKey key = read_stored_key(name);
+
+	if (cacheable && key.found)
+	{
+		key_cache.valid = true;
+		key_cache.transaction = transaction;
+		key_cache.command = command;
+		memcpy(key_cache.name, VARDATA_ANY(name), length);
+		key_cache.name[length] = '\0';
+		key_cache.key = key;
+	}
+	return key;
 }
 
 IdMask

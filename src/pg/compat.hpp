@@ -12,6 +12,7 @@ extern "C" {
 #include "postgres.h"
 
 #include "storage/lock.h"
+#include "storage/proc.h"
 #if PG_VERSION_NUM >= 160000	/* 16 moved the varlena macros out of postgres.h */
 #include "varatt.h"
 #endif
@@ -43,6 +44,17 @@ lock_acquire_nowait(const LOCKTAG &tag, LOCKMODE mode, bool session_lock, bool r
 	return LockAcquireExtended(&tag, mode, session_lock, true, report_memory_error, nullptr, false);
 #else
 	return LockAcquireExtended(&tag, mode, session_lock, true, report_memory_error, nullptr);
+#endif
+}
+
+/* This backend's local transaction id (17 moved it into PGPROC's vxid). */
+inline LocalTransactionId
+my_local_transaction_id()
+{
+#if PG_VERSION_NUM >= 170000
+	return MyProc->vxid.lxid;
+#else
+	return MyProc->lxid;
 #endif
 }
 

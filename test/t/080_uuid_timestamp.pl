@@ -1,8 +1,9 @@
 # UUIDs of uid_to_uuid() as PostgreSQL's own UUIDv7 reader sees them: on
-# PostgreSQL 17 and later, uuid_extract_timestamp() of an ID's UUID is
-# uid_timestamp() of the ID, for milliseconds and seconds layouts.  On 15,
-# which has no uuid_extract_timestamp(), the test asserts that it is absent
-# and checks the rest: the UUIDs are version 7 and round-trip.
+# PostgreSQL 18, uuid_extract_timestamp() of an ID's UUID is uid_timestamp()
+# of the ID, for milliseconds and seconds layouts.  17's reads version 1
+# only (NULL for version 7), 15 has none: there the test asserts that, leaves
+# the comparison out, and checks the rest: the UUIDs are version 7,
+# round-trip and sort by time.
 use strict;
 use warnings;
 
@@ -16,13 +17,20 @@ my $version = $node->safe_psql('postgres', 'SHOW server_version_num');
 my $has_extract = $node->safe_psql('postgres',
 	q{SELECT count(*) FROM pg_proc WHERE proname = 'uuid_extract_timestamp'});
 
-if ($version >= 170000)
+if ($version >= 180000)
 {
 	is($has_extract, '1', "PostgreSQL $version has uuid_extract_timestamp()");
 }
+elsif ($version >= 170000)
+{
+	is($node->safe_psql('postgres', q{
+		SELECT uuid_extract_timestamp(uid_to_uuid(uid_next())) IS NULL
+		   AND uuid_extract_timestamp('c232ab00-9414-11ec-b3c8-9f6bdeced846') IS NOT NULL}),
+		't', "PostgreSQL $version's uuid_extract_timestamp() reads version 1 UUIDs only: the comparison is left out");
+}
 else
 {
-	is($has_extract, '0', "PostgreSQL $version has no uuid_extract_timestamp(): only that comparison is left out");
+	is($has_extract, '0', "PostgreSQL $version has no uuid_extract_timestamp(): the comparison is left out");
 }
 
 # IDs issued, and random IDs of the default layout over its whole range of times.
@@ -48,9 +56,14 @@ $node->safe_psql('seconds', q{
 	INSERT INTO ids VALUES (0);
 });
 
+# UUIDs of IDs a second apart compare as their times.
+is($node->safe_psql('postgres', q{
+	SELECT uid_to_uuid(uid_max(now() - interval '1 s')) < uid_to_uuid(uid_min(now() + interval '1 s'))}),
+	't', 'UUIDs of IDs a second apart compare as their times');
+
 SKIP:
 {
-	skip "PostgreSQL $version has no uuid_extract_timestamp() (it came in 17)", 3 if $version < 170000;
+	skip "PostgreSQL $version's uuid_extract_timestamp() does not read version 7 (18 does)", 2 if $version < 180000;
 
 	is($node->safe_psql('postgres', q{
 		SELECT count(*) FROM ids WHERE uuid_extract_timestamp(uid_to_uuid(id)) IS DISTINCT FROM uid_timestamp(id)}),
@@ -58,10 +71,6 @@ SKIP:
 	is($node->safe_psql('seconds', q{
 		SELECT count(*) FROM ids WHERE uuid_extract_timestamp(uid_to_uuid(id)) IS DISTINCT FROM uid_timestamp(id)}),
 		'0', 'and for a seconds layout, its last second included');
-	# PostgreSQL 18's own UUIDv7s and ours sort together by time.
-	is($node->safe_psql('postgres', q{
-		SELECT uid_to_uuid(uid_max(now() - interval '1 s')) < uid_to_uuid(uid_min(now() + interval '1 s'))}),
-		't', 'UUIDs of IDs a second apart compare as their times');
 }
 
 done_testing();
