@@ -10,6 +10,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
+#include "pg/time_convert.hpp"
 
 extern "C" {
 #include "access/xlog.h"
@@ -18,6 +19,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "utils/timestamp.h"
 }
 
 #include <algorithm>
@@ -300,17 +302,17 @@ refuse_below_install_floor(const Layout &layout)
 	if (start && *start - now_ms <= max_borrow_ms + window_ms)
 		return;
 
-	/* Formatted before ereport: nothing with a destructor may be live when it jumps. */
-	char until[64] = "";
 	Layout::Text text = layout.describe_text();
-	if (start)
-		snprintf(until, sizeof(until), "%s", format_utc(*start).c_str());
+	const char *until = start && unix_ms_fits_timestamptz(*start)
+							? timestamptz_to_str(unix_ms_to_timestamptz(*start))
+							: nullptr;
+
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("cannot use layout %s: its IDs lie below those an earlier install of uidgen issued in this "
 					"database",
 					text.text),
-			 start ? errdetail("Every ID of this layout up to %s lies at or below uidgen.install_floor.", until)
+			 until ? errdetail("Every ID of this layout up to %s lies at or below uidgen.install_floor.", until)
 				   : errdetail("Every ID of this layout lies at or below uidgen.install_floor."),
 			 errhint("Keep the layout of the earlier install, or choose one whose IDs are larger.")));
 }
