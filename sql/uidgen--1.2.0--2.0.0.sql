@@ -925,3 +925,16 @@ LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
 AS 'SELECT @extschema@.uid_max(pg_catalog.statement_timestamp())';
 COMMENT ON FUNCTION @extschema@.uid_now()
 	IS 'The largest ID of the time unit the statement started in: an integer "now" for TimescaleDB';
+
+-- ---- User features: the safe horizon and partitioning by time --------------
+-- (docs/design.md, "The safe horizon"; docs/partitioning-and-text.md)
+
+-- The highest ID no transaction now open in this database can still commit:
+-- a polling reader takes it in one statement and reads
+-- WHERE id > last AND id <= horizon in a later one.  VOLATILE: it reads the
+-- clock and the lock table.
+CREATE FUNCTION @extschema@.uid_safe_horizon() RETURNS bigint
+AS 'MODULE_PATHNAME', 'uid_safe_horizon'
+LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION @extschema@.uid_safe_horizon()
+	IS 'The highest ID that no transaction now open in this database can still commit';

@@ -4,6 +4,7 @@
  *	  PostgreSQL calls at transaction and cache events.
  */
 #include "backend/backend_generator.hpp"
+#include "backend/horizon_lock.hpp"
 #include "layout/catalog.hpp"
 #include "pg/guard.hpp"
 #include "pg/settings.hpp"
@@ -249,6 +250,7 @@ uidgen_xact_callback(XactEvent event, void *)
 {
 	uidgen::pg::catalog_at_xact_event(event);
 	uidgen::pg::backend_at_xact_event(event);
+	uidgen::pg::horizon_at_xact_event(event);
 }
 
 static void

@@ -25,6 +25,7 @@
  */
 #include "backend/backend_generator.hpp"
 
+#include "backend/horizon_lock.hpp"
 #include "core/generator.hpp"
 #include "layout/catalog.hpp"
 #include "layout/reservation.hpp"
@@ -435,6 +436,8 @@ unlock_at_exit()
 int64_t
 next_uid()
 {
+	/* Before any clock reading of the generators: uid_safe_horizon() relies on the order. */
+	mark_before_issuing();
 	if (__builtin_expect(!state.scope.has_value(), 0))
 		state.scope = current_scope();
 	if (*state.scope == Scope::Server)

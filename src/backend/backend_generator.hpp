@@ -22,7 +22,8 @@ namespace uidgen::pg {
  * The next ID of this backend.  After the first call this reads the clock
  * and does arithmetic: no SPI, lock, allocation or write, except that once
  * per reservation window it raises the time reservation (docs/design.md,
- * invariant 4 and "Time reservation").
+ * invariant 4 and "Time reservation"), and that the first ID of a
+ * transaction takes its horizon mark (horizon_lock.hpp).
  */
 int64_t next_uid();
 

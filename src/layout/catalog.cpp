@@ -6,6 +6,7 @@
 
 #include "pg/spi.hpp"
 #include "pg/time_convert.hpp"
+#include "pg/xact_events.hpp"
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -224,18 +225,8 @@ catalog_relcache_invalidated(Oid relid)
 void
 catalog_at_xact_event(XactEvent event)
 {
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			forget_decoding_lock();
-			break;
-		default:
-			break;
-	}
+	if (ends_transaction(event))
+		forget_decoding_lock();
 }
 
 void

@@ -1,5 +1,5 @@
 -- docs/design.md invariant 4: after a backend's first call, uid_next() touches no
--- table (no SPI), takes no lock and writes nothing.
+-- table (no SPI), takes no lock but the transaction's horizon mark, and writes nothing.
 SET client_min_messages = warning;
 -- A backend raises the time reservation once per window of 10 s of time
 -- units; reserve an hour ahead, so that the first call adopts it and no
@@ -14,6 +14,8 @@ CREATE TEMP VIEW my_lock_count AS
 SELECT count(*) AS locks FROM pg_locks WHERE pid = pg_backend_pid();
 
 BEGIN;
+-- The transaction's first ID takes its one lock, the mark uid_safe_horizon() reads (horizon.sql).
+SELECT uid_next() > 0 AS marked;
 -- Each query runs once before, so that its own catalog locks are already held.
 SELECT activity AS activity_before FROM uidgen_table_activity \gset
 SELECT locks AS locks_before FROM my_lock_count \gset

@@ -57,6 +57,12 @@ for my $version (@released)
 		SELECT bool_and(a.id > b.max) FROM t a, (SELECT max(id) FROM t WHERE phase = 'before') b
 		 WHERE a.phase = 'same session'}), 't', "$version: and its IDs went on increasing");
 
+	# uid_safe_horizon() of the update stays below a transaction the old session holds open.
+	my $held = $old->query_safe("BEGIN; INSERT INTO t (phase) VALUES ('held') RETURNING id");
+	cmp_ok($node->safe_psql($db, 'SELECT uid_safe_horizon()'), '<', $held,
+		"$version: the safe horizon stays below the open transaction of a session from before the update");
+	$old->query_safe('COMMIT');
+
 	# New sessions reserve time, and churn through the load client into the same table.
 	$node->safe_psql($db, "INSERT INTO t (phase) SELECT 'new session' FROM generate_series(1, 1000)");
 	is($node->safe_psql($db, q{
@@ -82,8 +88,8 @@ for my $version (@released)
 		$node->safe_psql($db, q{SELECT max(id) FROM t WHERE phase = 'new session'}),
 		"$version: uid_now() is at or above what a session issued before");
 
-	is($node->safe_psql($db, 'SELECT count(*) = count(DISTINCT id) AND count(*) = 31050 FROM t'), 't',
-		"$version: every one of 31,050 IDs unique, a block of 50 among them");
+	is($node->safe_psql($db, 'SELECT count(*) = count(DISTINCT id) AND count(*) = 31051 FROM t'), 't',
+		"$version: every one of 31,051 IDs unique, a block of 50 among them");
 
 	# The updated database is the same as a fresh one of the new version.  (A fresh
 	# install runs the same update scripts today; this guards a full install
