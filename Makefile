@@ -8,7 +8,7 @@
 #                           TESTS='032 regress' runs only the named jobs,
 #                           REPEAT=20 each TAP file 20 times, in parallel
 #   make test-stress        make test with one core kept busy by a loop
-#   make test-all PG_SOURCES=DIR [CITUS_SOURCE=DIR]
+#   make test-all PG_SOURCES=DIR [CITUS_SOURCE=DIR] [PARTMAN_SOURCE=DIR]
 #                           make test on 15 and on each PostgreSQL source
 #                           tarball in DIR (17, 18), built once per machine;
 #                           on 17 with Citus, if given its source tarball
@@ -136,7 +136,7 @@ test-stress:
 	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='$(TESTS)' TEST_JOBS='$(TEST_JOBS)' REPEAT='$(REPEAT)' UIDGEN_STRESS=1 scripts/test.sh
 
 test-all:
-	@PG_CONFIG= CITUS_SOURCE='$(CITUS_SOURCE)' scripts/test-all.sh '$(PG_SOURCES)'
+	@PG_CONFIG= CITUS_SOURCE='$(CITUS_SOURCE)' PARTMAN_SOURCE='$(PARTMAN_SOURCE)' scripts/test-all.sh '$(PG_SOURCES)'
 
 # Seeded random faults against a fleet on loopback, every ID checked
 # (docs/nemesis.md): SEED=n, MINUTES=m, FAULTS=kind,... or all.

@@ -29,16 +29,7 @@ set -euo pipefail
 [ $# -eq 2 ] || die "usage: $0 PG_CONFIG CITUS_SOURCE"
 pg_config=$1
 "$pg_config" --version >/dev/null 2>&1 || die "PG_CONFIG=$pg_config does not run"
-source=$2
-if [ -d "$source" ]; then
-	tarball=$(find "$source" -maxdepth 1 -type f -regextype posix-extended \
-		-regex '.*/citus-[0-9]+\.[0-9]+\.[0-9]+\.tar\.(gz|bz2|xz)' -printf '%f\n' | sort -V | tail -1)
-	[ -n "$tarball" ] || die "CITUS_SOURCE=$source: no Citus source tarball (citus-X.Y.Z.tar.gz)"
-	tarball=$(cd "$source" && pwd)/$tarball
-else
-	[ -f "$source" ] || die "CITUS_SOURCE=$source: no such file or directory"
-	tarball=$(cd "$(dirname "$source")" && pwd)/$(basename "$source")
-fi
+tarball=$(source_tarball CITUS_SOURCE "$2" 'citus-[0-9]+\.[0-9]+\.[0-9]+\.tar\.(gz|bz2|xz)' citus-X.Y.Z.tar.gz)
 
 version=$(basename "$tarball" | sed -nE 's/^citus-([0-9]+\.[0-9]+\.[0-9]+)\.tar\.(gz|bz2|xz)$/\1/p')
 [ -n "$version" ] || die "not a Citus source tarball name: $(basename "$tarball")"

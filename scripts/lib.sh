@@ -86,6 +86,23 @@ build_once() {
 	log "$label: built"
 }
 
+# source_tarball VARIABLE SOURCE REGEX EXAMPLE: the absolute path of the
+# tarball SOURCE names (VARIABLE=SOURCE of a make variable such as
+# CITUS_SOURCE), or of the newest one in directory SOURCE whose name matches
+# the extended regular expression REGEX (EXAMPLE names one in the error).
+source_tarball() {
+	local variable=$1 source=$2 regex=$3 example=$4 tarball
+	if [ -d "$source" ]; then
+		tarball=$(find "$source" -maxdepth 1 -type f -regextype posix-extended -regex ".*/$regex" -printf '%f\n' |
+			sort -V | tail -1)
+		[ -n "$tarball" ] || die "$variable=$source: no source tarball ($example)"
+		echo "$(cd "$source" && pwd)/$tarball"
+	else
+		[ -f "$source" ] || die "$variable=$source: no such file or directory"
+		echo "$(cd "$(dirname "$source")" && pwd)/$(basename "$source")"
+	fi
+}
+
 missing_packages() {	# missing_packages PKG...
 	local pkg
 	for pkg in "$@"; do
@@ -178,7 +195,8 @@ rerun_as_postgres() {
 	log "running as postgres in $copy"
 	local status=0
 	runuser -u postgres -- env PATH="$PATH" CI="${CI:-}" UIDGEN_KEEP="${UIDGEN_KEEP:-}" \
-		PG_CONFIG="${PG_CONFIG:-}" CITUS_INSTALL="${CITUS_INSTALL:-}" TESTS="${TESTS:-}" \
+		PG_CONFIG="${PG_CONFIG:-}" CITUS_INSTALL="${CITUS_INSTALL:-}" PARTMAN_INSTALL="${PARTMAN_INSTALL:-}" \
+		TESTS="${TESTS:-}" \
 		TEST_JOBS="${TEST_JOBS:-}" REPEAT="${REPEAT:-}" UIDGEN_STRESS="${UIDGEN_STRESS:-}" bash "$copy/$script" "$@" || status=$?
 	[ -n "${UIDGEN_KEEP:-}" ] || rm -rf "$copy"
 	return $status

@@ -15,7 +15,11 @@
 # make test-all ... CITUS_SOURCE=DIR), scripts/citus-build.sh builds Citus
 # once per machine for PostgreSQL 17 and that version's run has it, for
 # test/t/040_citus.pl.  Only 17: Citus 13.2 supports 15 to 17 but does not
-# compile against Debian's 15.20, and 18 is beyond it.
+# compile against Debian's 15.20, and 18 is beyond it.  With PARTMAN_SOURCE
+# (a pg_partman source tarball, or a directory holding one),
+# scripts/partman-build.sh builds pg_partman 5 for 17 and 18, for
+# test/t/051_partman5.pl; 15's run uses Debian's pg_partman 4.7
+# (test/t/050_partman.pl).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +33,8 @@ sources=$(cd "$sources" && pwd)
 citus_source=${CITUS_SOURCE:-}
 [ -z "$citus_source" ] || [ -e "$citus_source" ] || die "CITUS_SOURCE=$citus_source: no such file or directory"
 citus_major=17
+partman_source=${PARTMAN_SOURCE:-}
+[ -z "$partman_source" ] || [ -e "$partman_source" ] || die "PARTMAN_SOURCE=$partman_source: no such file or directory"
 
 # Newest tarball per major version, in version order.
 mapfile -t tarballs < <(
@@ -48,6 +54,7 @@ started=$SECONDS
 versions=(15)
 configs=("")
 citus_installs=("")
+partman_installs=("")
 for t in "${tarballs[@]}"; do
 	start=$SECONDS
 	config=$("$top/scripts/pg-build.sh" "$sources/$t") || die "could not build PostgreSQL from $t"
@@ -59,9 +66,17 @@ for t in "${tarballs[@]}"; do
 		citus=$("$top/scripts/citus-build.sh" "$config" "$citus_source") || die "could not build Citus for $version"
 		log "Citus for $version ready in $((SECONDS - start)) s"
 	fi
+	partman=""
+	if [ -n "$partman_source" ] && [ "${version%%.*}" -ge 17 ]; then
+		start=$SECONDS
+		partman=$("$top/scripts/partman-build.sh" "$config" "$partman_source") ||
+			die "could not build pg_partman for $version"
+		log "pg_partman for $version ready in $((SECONDS - start)) s"
+	fi
 	versions+=("$version")
 	configs+=("$config")
 	citus_installs+=("$citus")
+	partman_installs+=("$partman")
 done
 
 passed=0
@@ -73,7 +88,8 @@ for i in "${!configs[@]}"; do
 	out=$(mktemp /tmp/uidgen-test-all.XXXXXX)
 	start=$SECONDS
 	status=0
-	PG_CONFIG=${configs[$i]} CITUS_INSTALL=${citus_installs[$i]} "$top/scripts/test.sh" 2>&1 | tee "$out" || status=$?
+	PG_CONFIG=${configs[$i]} CITUS_INSTALL=${citus_installs[$i]} PARTMAN_INSTALL=${partman_installs[$i]} \
+		"$top/scripts/test.sh" 2>&1 | tee "$out" || status=$?
 	[ "$label" != 15 ] || label=$(sed -nE 's/^==> PostgreSQL ([0-9.]+) .*/\1/p' "$out" | head -1)
 	total=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -1 || true)
 	p=0 f=1		# no summary line: the run broke before its end

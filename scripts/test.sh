@@ -22,7 +22,9 @@
 # way uidgen is installed only into a relocated copy of it.  CITUS_INSTALL,
 # a directory of scripts/citus-build.sh for that server, adds Citus to the
 # copy (scripts/test-all.sh sets it for 17): test/t/040_citus.pl skips
-# without it.
+# without it.  PARTMAN_INSTALL, a directory of scripts/partman-build.sh,
+# adds pg_partman 5 the same way (for 17 and 18): test/t/051_partman5.pl
+# skips without it.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,12 +54,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-bindir=$(make_pg_tree "$scratch/pg" "$source_config" ${CITUS_INSTALL:+"$CITUS_INSTALL"})
+bindir=$(make_pg_tree "$scratch/pg" "$source_config" ${CITUS_INSTALL:+"$CITUS_INSTALL"} \
+	${PARTMAN_INSTALL:+"$PARTMAN_INSTALL"})
 export PG_CONFIG=$bindir/pg_config
 export PATH=$bindir:$PATH
 
 log "$("$PG_CONFIG" --version) (a relocated copy of $(dirname "$source_config"))"
 [ -z "${CITUS_INSTALL:-}" ] || log "with Citus from $CITUS_INSTALL"
+[ -z "${PARTMAN_INSTALL:-}" ] || log "with pg_partman from $PARTMAN_INSTALL"
 [ -z "$busy_pid" ] || log "stress: a busy loop keeps one core occupied (pid $busy_pid)"
 log "building"
 build_and_install "$bindir" "$scratch/build.log" build/unit_tests build/uidgen_load

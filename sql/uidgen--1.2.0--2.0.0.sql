@@ -811,7 +811,7 @@ COMMENT ON FUNCTION @extschema@.uid_origin(bigint)
 ALTER TYPE uidgen.layout_info ADD ATTRIBUTE max_id bigint, ADD ATTRIBUTE javascript_safe boolean;
 
 -- The number of IDs a span of time covers: the width of an ID partition.
--- STABLE as uid_min() is: it reads the database's layout.
+-- IMMUTABLE under the layout guard, with uid_min() (below: "User features").
 CREATE FUNCTION @extschema@.uid_interval(span interval) RETURNS bigint
 AS 'MODULE_PATHNAME', 'uid_interval'
 LANGUAGE C STABLE STRICT PARALLEL SAFE;
@@ -938,3 +938,12 @@ AS 'MODULE_PATHNAME', 'uid_safe_horizon'
 LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION @extschema@.uid_safe_horizon()
 	IS 'The highest ID that no transaction now open in this database can still commit';
+
+-- uid_min(), uid_max() and uid_interval() read the layout as the field
+-- functions do (under the lock that uid_configure's guard conflicts with,
+-- and the guard refuses a change while objects depend on them), so they are
+-- IMMUTABLE too: usable in index predicates and wherever PostgreSQL asks
+-- for IMMUTABLE (docs/design.md section 2.3).
+ALTER FUNCTION @extschema@.uid_min(timestamptz) IMMUTABLE;
+ALTER FUNCTION @extschema@.uid_max(timestamptz) IMMUTABLE;
+ALTER FUNCTION @extschema@.uid_interval(interval) IMMUTABLE;

@@ -73,8 +73,9 @@ Oid block_lease_relid();
 const Layout &database_layout();
 
 /*
- * database_layout() for the IMMUTABLE decoders (uid_timestamp, uid_worker_id,
- * uid_sequence): also holds RowShareLock on uidgen.config until the end of
+ * database_layout() for the IMMUTABLE functions that read the layout
+ * (uid_timestamp, uid_worker_id, uid_sequence, uid_min, uid_max,
+ * uid_interval): also holds RowShareLock on uidgen.config until the end of
  * the transaction, taken on the first call of each (sub)transaction, so
  * that uid_configure cannot change the layout while values computed under
  * it may still be on their way into an index, a generated column or a

@@ -141,11 +141,11 @@ UIDGEN_FUNCTION(uid_sequence)
 /* uid_min(ts timestamptz) returns bigint: the smallest ID of ts's time unit. */
 UIDGEN_FUNCTION(uid_min)
 {
-	return Int64GetDatum(database_layout().min_uid_at(unix_ms_arg(fcinfo, 0)));
+	return Int64GetDatum(decoding_layout().min_uid_at(unix_ms_arg(fcinfo, 0)));
 }
 
 /* uid_max(ts timestamptz) returns bigint: the largest ID of ts's time unit. */
 UIDGEN_FUNCTION(uid_max)
 {
-	return Int64GetDatum(database_layout().max_uid_at(unix_ms_arg(fcinfo, 0)));
+	return Int64GetDatum(decoding_layout().max_uid_at(unix_ms_arg(fcinfo, 0)));
 }

@@ -131,8 +131,9 @@ layout_info_datum(FunctionCallInfo fcinfo, const Layout &layout, bool configurab
 
 /*
  * Refuses a change of layout while any object of this database depends on
- * the IMMUTABLE functions that read it, uid_timestamp(), uid_worker_id(),
- * uid_sequence(), uid_to_uuid() and uuid_to_uid(): an expression or partial index, a generated column, a
+ * the IMMUTABLE functions that read it: the field functions uid_timestamp(),
+ * uid_worker_id() and uid_sequence(), uid_min(), uid_max() and uid_interval(),
+ * uid_to_uuid() and uuid_to_uid(): an expression or partial index, a generated column, a
  * check constraint, a view or materialized view, or a function with an
  * SQL-standard body.  Their stored values were computed under the layout in
  * force and would silently disagree with a new one.  Function bodies kept
@@ -166,13 +167,15 @@ refuse_if_decoders_have_dependents()
 		"   AND m.objid = p.oid AND m.deptype = 'e' "
 		"   AND m.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass "
 		"  JOIN pg_catalog.pg_extension x ON x.oid = m.refobjid AND x.extname = 'uidgen' "
-		" WHERE p.prosrc IN ('uid_timestamp', 'uid_worker_id', 'uid_sequence', 'uid_to_uuid', 'uuid_to_uid')",
+		" WHERE p.prosrc IN ('uid_timestamp', 'uid_worker_id', 'uid_sequence', 'uid_min', 'uid_max', "
+		"                    'uid_interval', 'uid_to_uuid', 'uuid_to_uid')",
 		0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
-	Oid functions[5];
+	constexpr int max_functions = 8;
+	Oid functions[max_functions];
 	int nfound = 0;
 	bool isnull;
 
-	for (uint64 i = 0; i < nfunctions && nfound < 5; i++)
+	for (uint64 i = 0; i < nfunctions && nfound < max_functions; i++)
 		functions[nfound++] =
 			DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 

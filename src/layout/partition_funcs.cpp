@@ -27,5 +27,5 @@ UIDGEN_FUNCTION(uid_interval)
 	if ((span->month == PG_INT32_MIN && span->day == PG_INT32_MIN && span->time == PG_INT64_MIN) ||
 		(span->month == PG_INT32_MAX && span->day == PG_INT32_MAX && span->time == PG_INT64_MAX))
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("interval must be finite")));
-	PG_RETURN_INT64(ids_in_span(database_layout(), span->month, span->day, span->time));
+	PG_RETURN_INT64(ids_in_span(decoding_layout(), span->month, span->day, span->time));
 }

@@ -27,7 +27,8 @@ our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
 	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node
-	clock_offset wait_for_clock_past start_gated_writer doc_sql_blocks replace_registry_with_backup);
+	clock_offset wait_for_clock_past start_gated_writer doc_sql_blocks replace_registry_with_backup
+	partman_days_query partman_partitions partman_default_rows partman_new_rows partman_days partman_day_offset);
 
 # A started node with uidgen created in database postgres.  Extra lines go
 # to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock;
@@ -623,6 +624,72 @@ sub doc_sql_blocks
 		$blocks{$name} = $sql;
 	}
 	return \%blocks;
+}
+
+# ---- pg_partman partitioning public.events by day of IDs -------------------
+
+# A query of every partition of public.events as "day:rows", oldest first:
+# its day as a number from day 0 (day0, the first ID of day 0; day_ids, the
+# IDs of a day), its rows counted.  A partition that is not a UTC day, from
+# uid_min() of a midnight UTC to uid_min() of the next, says so.
+sub partman_days_query
+{
+	my ($day0, $day_ids) = @_;
+	return qq{
+	SELECT string_agg(CASE WHEN (i.child_start_id - $day0) % $day_ids = 0
+	                       THEN ((i.child_start_id - $day0) / $day_ids)::text
+	                       ELSE 'misaligned ' || i.child_start_id END
+	                  || CASE WHEN uid_timestamp(i.child_start_id) = date_trunc('day', uid_timestamp(i.child_start_id), 'UTC')
+	                           AND i.child_end_id + 1 = uid_min(uid_timestamp(i.child_start_id) + interval '1 day')
+	                          THEN '' ELSE ' (not a UTC day)' END
+	                  || ':' || (SELECT count(*) FROM public.events e
+	                              WHERE e.tableoid = format('%I.%I', p.partition_schemaname, p.partition_tablename)::regclass),
+	                  ' ' ORDER BY i.child_start_id)
+	  FROM partman.show_partitions('public.events') p,
+	       partman.show_partition_info(format('%I.%I', p.partition_schemaname, p.partition_tablename),
+	                                   NULL, 'public.events') i};
+}
+
+# That query's answer on node.
+sub partman_partitions
+{
+	my ($node, $day0, $day_ids) = @_;
+	return $node->safe_psql('postgres', partman_days_query($day0, $day_ids));
+}
+
+# The rows in public.events_default; inserts n new rows into public.events.
+sub partman_default_rows
+{
+	return $_[0]->safe_psql('postgres', 'SELECT count(*) FROM public.events_default');
+}
+sub partman_new_rows
+{
+	my ($node, $n) = @_;
+	$node->safe_psql('postgres', "INSERT INTO public.events (payload) SELECT '{}' FROM generate_series(1, $n)");
+}
+
+# The expected partitions, as partman_days_query gives them: a hash of rows
+# by day, then the days.
+sub partman_days
+{
+	my ($rows, @days) = @_;
+	return join ' ', map { "$_:" . ($rows->{$_} // 0) } @days;
+}
+
+# The offset from now for set_fake_clock that puts the clock on day n, where
+# day 0 is the UTC day of the next noon: the same time of day, n days later,
+# so that no day ends while a step runs.
+my $to_noon;
+sub partman_day_offset
+{
+	my ($day) = @_;
+	if (!defined $to_noon)
+	{
+		my $now = time;
+		$to_noon = 43_200 - $now % 86_400;
+		$to_noon += 86_400 if $to_noon <= 0;
+	}
+	return '+' . ($to_noon + $day * 86_400);
 }
 
 1;

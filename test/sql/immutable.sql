@@ -1,5 +1,6 @@
--- uid_timestamp(), uid_worker_id() and uid_sequence() are IMMUTABLE, so that
--- they can be indexed, but read the layout from uidgen.config.  While no
+-- uid_timestamp(), uid_worker_id() and uid_sequence() (and uid_min(),
+-- uid_max(), uid_interval()) are IMMUTABLE, so that they can be indexed, but
+-- read the layout from uidgen.config.  While no
 -- worker has registered, uid_configure may still change the layout; it
 -- refuses while objects depend on these functions, so that an index built
 -- on imported IDs cannot silently go wrong (docs/design.md section 2.3).
@@ -87,6 +88,17 @@ SELECT pg_temp.refused($$SELECT uid_configure()$$);
 ALTER TABLE imported DROP COLUMN worker;
 SELECT pg_temp.refused($$SELECT uid_configure()$$);
 DROP INDEX imported_time;
+
+-- uid_min(), uid_max() and uid_interval() read the layout too and are
+-- IMMUTABLE under the same guard: a partial index by time, a check
+-- constraint on a width of IDs.
+CREATE INDEX imported_march ON imported (id)
+ WHERE id >= uid_min('2026-03-01 00:00:00+00') AND id <= uid_max('2026-03-31 23:59:59+00');
+SELECT pg_temp.refused($$SELECT uid_configure()$$);
+DROP INDEX imported_march;
+ALTER TABLE imported ADD CONSTRAINT imported_span CHECK (id < uid_interval('3650 days'));
+SELECT pg_temp.refused($$SELECT uid_configure()$$);
+ALTER TABLE imported DROP CONSTRAINT imported_span;
 
 -- Nothing depends on them now: the layout changes (back to the default).
 SELECT time_bits, worker_bits, seq_bits, unit, configurable FROM uid_configure();

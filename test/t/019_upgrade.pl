@@ -46,6 +46,11 @@ for my $version (@released)
 	$node->safe_psql($db, 'ALTER EXTENSION uidgen UPDATE');
 	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'uidgen'"), $default,
 		"$version: updated to $default");
+	is($node->safe_psql($db, q{
+		SELECT string_agg(proname || ' ' || provolatile, ', ' ORDER BY proname) FROM pg_proc
+		 WHERE proname IN ('uid_min', 'uid_max', 'uid_interval', 'uid_safe_horizon')}),
+		'uid_interval i, uid_max i, uid_min i, uid_safe_horizon v',
+		"$version: uid_min(), uid_max() and uid_interval() are IMMUTABLE, uid_safe_horizon() is there");
 	my $mark = $node->safe_psql($db, 'SELECT last_value FROM uidgen.reserved_until');
 	my $known = $node->safe_psql($db, 'SELECT coalesce(max(last_time), -1) FROM uidgen.worker_node');
 	cmp_ok($mark, '>=', $known, "$version: the reservation starts at the latest unit the worker table knew ($known)");

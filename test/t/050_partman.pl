@@ -32,10 +32,7 @@ is_deeply([ sort keys %$recipe ], [qw(partman-backfill partman-maintenance partm
 
 # Day 0 is the UTC day of the next noon; day n, n days later, at the same
 # time of day plus the time the test took.
-my $now = time;
-my $to_noon = 43_200 - $now % 86_400;
-$to_noon += 86_400 if $to_noon <= 0;
-sub go_to_day { set_fake_clock('+' . ($to_noon + $_[0] * 86_400)) }
+sub go_to_day { set_fake_clock(partman_day_offset($_[0])) }
 go_to_day(0);
 my $node = new_uidgen_node('partman', fake_clock => 1);
 
@@ -58,34 +55,11 @@ my $day_ids = $node->safe_psql('postgres', "SELECT uid_interval('1 day')");
 is($day_ids, 86_400_000 << 22, "uid_interval('1 day') is 86,400,000 milliseconds of 2^22 IDs");
 my $day0 = $node->safe_psql('postgres', "SELECT uid_min(date_trunc('day', now(), 'UTC'))");
 
-# Every partition as "day:rows", oldest first: its day as a number from day
-# 0, its rows counted.  A partition that is not a UTC day, from uid_min() of
-# a midnight UTC to uid_min() of the next, says so.
-my $partitions = qq{
-	SELECT string_agg(CASE WHEN (i.child_start_id - $day0) % $day_ids = 0
-	                       THEN ((i.child_start_id - $day0) / $day_ids)::text
-	                       ELSE 'misaligned ' || i.child_start_id END
-	                  || CASE WHEN uid_timestamp(i.child_start_id) = date_trunc('day', uid_timestamp(i.child_start_id), 'UTC')
-	                           AND i.child_end_id + 1 = uid_min(uid_timestamp(i.child_start_id) + interval '1 day')
-	                          THEN '' ELSE ' (not a UTC day)' END
-	                  || ':' || (SELECT count(*) FROM public.events e
-	                              WHERE e.tableoid = format('%I.%I', p.partition_schemaname, p.partition_tablename)::regclass),
-	                  ' ' ORDER BY i.child_start_id)
-	  FROM partman.show_partitions('public.events') p,
-	       partman.show_partition_info(format('%s.%s', p.partition_schemaname, p.partition_tablename),
-	                                   NULL, 'public.events') i};
-sub partitions { $node->safe_psql('postgres', $partitions) }
-# The expected partitions: a hash of rows by day, then the days.
-sub days
-{
-	my ($rows, @days) = @_;
-	return join ' ', map { "$_:" . ($rows->{$_} // 0) } @days;
-}
-sub default_rows { $node->safe_psql('postgres', 'SELECT count(*) FROM public.events_default') }
-sub new_rows
-{
-	$node->safe_psql('postgres', "INSERT INTO public.events (payload) SELECT '{}' FROM generate_series(1, $_[0])");
-}
+# Every partition as "day:rows", oldest first (UidgenTest.pm).
+sub partitions { partman_partitions($node, $day0, $day_ids) }
+sub days { partman_days(@_) }
+sub default_rows { partman_default_rows($node) }
+sub new_rows { partman_new_rows($node, $_[0]) }
 # Three back-filled rows of each given day: the first ID of its midnight,
 # one of its noon and the last ID of its last millisecond.
 sub back_fill
