@@ -47,7 +47,7 @@ for my $version (@released)
 	is($node->safe_psql($db, "SELECT extversion FROM pg_extension WHERE extname = 'uidgen'"), $default,
 		"$version: updated to $default");
 	is($node->safe_psql($db, q{
-		SELECT string_agg(proname || ' ' || provolatile, ', ' ORDER BY proname) FROM pg_proc
+		SELECT string_agg(proname || ' ' || provolatile::text, ', ' ORDER BY proname) FROM pg_proc
 		 WHERE proname IN ('uid_min', 'uid_max', 'uid_interval', 'uid_safe_horizon')}),
 		'uid_interval i, uid_max i, uid_min i, uid_safe_horizon v',
 		"$version: uid_min(), uid_max() and uid_interval() are IMMUTABLE, uid_safe_horizon() is there");
