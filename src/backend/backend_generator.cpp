@@ -459,6 +459,8 @@ next_uid()
 int64_t
 next_uid_block(int64_t n)
 {
+	/* As next_uid(): a block is IDs the session's transaction may commit. */
+	mark_before_issuing();
 	if (__builtin_expect(!state.scope.has_value(), 0))
 		state.scope = current_scope();
 
