@@ -10,56 +10,44 @@
 -- issued (the largest ID of the unit its time reservation covers), an ID
 -- rather than a time unit, so that it holds across layouts.  An event
 -- trigger keeps it in uidgen_reach.max_id, a schema and a sequence outside
--- the extension, as the drop begins; it holds the lock that serialises
--- raises until the drop commits, and a statement running across the drop
--- stops at the reservation it held.  Nothing of it exists while the
--- extension is installed, so a dump never creates what a restore's CREATE
--- EXTENSION created.  (docs/design.md section 5.1.)
-CREATE FUNCTION uidgen.install_reach() RETURNS bigint
-AS 'MODULE_PATHNAME', 'uid_install_reach'
-LANGUAGE C VOLATILE STRICT;
-REVOKE EXECUTE ON FUNCTION uidgen.install_reach() FROM PUBLIC;
-
--- Fires at every DROP EXTENSION of the database (an event trigger cannot
--- tell which extension a drop names), and writes only once this install
--- reached an ID.
+-- the extension, as a command that drops the extension begins (DROP
+-- EXTENSION, DROP SCHEMA ... CASCADE of its schema, DROP OWNED of its
+-- owner); it holds the lock that serialises raises until the drop commits,
+-- and a statement running across the drop stops at the reservation it held.
+-- Nothing of it exists while the extension is installed, so a dump never
+-- creates what a restore's CREATE EXTENSION created.  ENABLE ALWAYS: also
+-- under session_replication_role = replica.  (docs/design.md section 5.1.)
 CREATE FUNCTION uidgen.keep_reach() RETURNS event_trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-	reach bigint := uidgen.install_reach();
-BEGIN
-	IF reach = 0 THEN
-		RETURN;
-	END IF;
-	IF to_regnamespace('uidgen_reach') IS NULL THEN
-		CREATE SCHEMA uidgen_reach;
-		COMMENT ON SCHEMA uidgen_reach
-			IS 'Left behind by DROP EXTENSION uidgen: a later CREATE EXTENSION uidgen starts above uidgen_reach.max_id';
-		GRANT USAGE ON SCHEMA uidgen_reach TO PUBLIC;
-	END IF;
-	IF to_regclass('uidgen_reach.max_id') IS NULL THEN
-		CREATE SEQUENCE uidgen_reach.max_id AS bigint MINVALUE 0 START WITH 0 NO CYCLE;
-		COMMENT ON SEQUENCE uidgen_reach.max_id
-			IS 'An ID at or above every ID that the dropped installs of uidgen may have issued in this database';
-		REVOKE ALL ON uidgen_reach.max_id FROM PUBLIC;
-		GRANT SELECT ON uidgen_reach.max_id TO PUBLIC;
-	END IF;
-	PERFORM setval('uidgen_reach.max_id', reach, true) FROM uidgen_reach.max_id WHERE last_value < reach;
-END
-$$;
+AS 'MODULE_PATHNAME', 'uid_keep_reach'
+LANGUAGE C;
 REVOKE EXECUTE ON FUNCTION uidgen.keep_reach() FROM PUBLIC;
-CREATE EVENT TRIGGER uidgen_keep_reach ON ddl_command_start WHEN TAG IN ('DROP EXTENSION')
+CREATE EVENT TRIGGER uidgen_keep_reach ON ddl_command_start WHEN TAG IN ('DROP EXTENSION', 'DROP SCHEMA', 'DROP OWNED')
 	EXECUTE FUNCTION uidgen.keep_reach();
+ALTER EVENT TRIGGER uidgen_keep_reach ENABLE ALWAYS;
 
 -- The reach of earlier installs, read once: every worker of this one starts
--- above it.  Zero for a first install, which pays nothing.
+-- above it.  Zero for a first install, which pays nothing.  Read only from
+-- a sequence a superuser made (keep_reach() makes it as the extension's
+-- owner): what another role could create first is refused, never run.
 CREATE SEQUENCE uidgen.install_floor AS bigint MINVALUE 0 START WITH 0 NO CYCLE;
 COMMENT ON SEQUENCE uidgen.install_floor
 	IS 'The reach of earlier installs of uidgen in this database: every worker starts above this ID';
 DO $$
+DECLARE
+	reach regclass := pg_catalog.to_regclass('uidgen_reach.max_id');
 BEGIN
-	IF pg_catalog.to_regclass('uidgen_reach.max_id') IS NOT NULL THEN
-		PERFORM pg_catalog.setval('uidgen.install_floor', last_value, true) FROM uidgen_reach.max_id;
+	IF EXISTS (SELECT FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_roles r ON r.oid = n.nspowner
+	            WHERE n.nspname = 'uidgen_reach' AND NOT r.rolsuper)
+	   OR EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_roles r ON r.oid = c.relowner
+	               WHERE c.oid = reach AND (c.relkind <> 'S' OR NOT r.rolsuper)) THEN
+		RAISE EXCEPTION 'schema "uidgen_reach" or its sequence "max_id" was not made by a superuser'
+			USING ERRCODE = 'insufficient_privilege',
+			      DETAIL = 'uidgen keeps how far a dropped install issued IDs there, and trusts only what a superuser made.',
+			      HINT = 'A superuser must drop schema uidgen_reach, or give it and a sequence max_id in it to a superuser.';
+	END IF;
+	IF reach IS NOT NULL THEN
+		PERFORM pg_catalog.setval('uidgen.install_floor', pg_catalog.pg_sequence_last_value(reach), true)
+		 WHERE pg_catalog.pg_sequence_last_value(reach) IS NOT NULL;
 	END IF;
 END
 $$;

@@ -19,7 +19,9 @@ extern "C" {
 #include "catalog/pg_depend.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/event_trigger.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
@@ -295,7 +297,7 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch, bool *changed
 					 errhint("Choose a fleet's layout before its registry leases its first block; another "
 							 "layout needs a new registry.")));
 		refuse_if_decoders_have_dependents();
-		refuse_below_install_floor(layout);
+		refuse_below_install_floor(layout, install_floor_delta(layout));
 
 		Oid types[5] = {INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, TEXTOID};
 		Datum values[5] = {Int32GetDatum(layout.time_bits()), Int32GetDatum(layout.worker_bits()),
@@ -346,12 +348,23 @@ UIDGEN_FUNCTION(uid_configure)
 
 
 /*
- * uidgen.install_reach() returns the largest ID this install may have
- * issued, for the event trigger that keeps it past DROP EXTENSION
- * (docs/design.md section 5.1); it holds the raise lock until the
- * transaction ends.
+ * uidgen.keep_reach(), the event trigger uidgen_keep_reach at the start of
+ * DROP EXTENSION, DROP SCHEMA and DROP OWNED: when the command drops this
+ * extension, keeps its reach past the drop (docs/design.md section 5.1).
  */
-UIDGEN_FUNCTION(uid_install_reach)
+UIDGEN_FUNCTION(uid_keep_reach)
 {
-	PG_RETURN_INT64(with_spi(Rights::Owner, [] { return install_reach(); }));
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("uidgen.keep_reach() must be called as an event trigger")));
+
+	Node *parsetree = reinterpret_cast<EventTriggerData *>(fcinfo->context)->parsetree;
+	Oid role = GetUserId();
+
+	with_spi(Rights::Owner, [parsetree, role] {
+		if (command_drops_extension(parsetree, role))
+			keep_reach();
+	});
+	PG_RETURN_NULL();
 }

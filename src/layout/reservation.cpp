@@ -6,6 +6,7 @@
 
 #include "core/generator.hpp"
 #include "layout/catalog.hpp"
+#include "pg/compat.hpp"
 #include "pg/guard.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
@@ -18,7 +19,11 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "commands/extension.h"
+#include "nodes/parsenodes.h"
 #include "storage/lock.h"
+#include "executor/spi.h"
+#include "utils/acl.h"
 #include "utils/timestamp.h"
 }
 
@@ -244,20 +249,24 @@ reset_reservation()
 	});
 }
 
+namespace {
+
+/*
+ * The largest ID any worker of this install may have issued: the largest
+ * of the unit the time reservation covers, or 0 when no worker was ever
+ * claimed (the mark is then only a guess at the clock).  Takes the lock that
+ * serialises raises until the transaction ends, not for the call: a raise
+ * after the read would go past it; once the drop commits, a raise finds its
+ * install gone (DatabaseReservation::extend()).
+ */
 int64_t
 install_reach()
 {
 	Oid sequence_relid = reserved_until_relid();
 
-	/* No worker was ever claimed, so nothing was issued: the mark is a guess at the clock. */
 	if (!OidIsValid(sequence_relid) || !worker_ever_claimed())
 		return 0;
 
-	/*
-	 * Held until this transaction ends, not for the call: a raise that came
-	 * after the read below would go past the reach; once the drop commits,
-	 * a raise finds its install gone (DatabaseReservation::extend()).
-	 */
 	LOCKTAG tag;
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, sequence_relid, 0, raise_lock_key_kind);
@@ -267,6 +276,110 @@ install_reach()
 	Layout layout = read_layout(true);
 
 	return mark < 0 ? 0 : layout.max_uid_of_unit(std::min(mark, layout.max_delta()));
+}
+
+/*
+ * uidgen_reach and its sequence are trusted only as a superuser made them:
+ * a role that could create the schema first could otherwise hand the
+ * extension's owner a view to run, or a sequence it sets back itself.
+ */
+void
+refuse_untrusted_reach()
+{
+	spi_run("SELECT n.nspname IS NOT NULL AND NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid = n.nspowner)"
+			"    OR c.oid IS NOT NULL AND (c.relkind <> 'S' OR NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r "
+			"                                                        WHERE r.oid = c.relowner))"
+			"  FROM (SELECT 1) x"
+			"  LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = 'uidgen_reach'"
+			"  LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = 'max_id'",
+			0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT);
+	if (spi_bool(0, 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("schema \"uidgen_reach\" or its sequence \"max_id\" was not made by a superuser"),
+				 errdetail("uidgen keeps how far a dropped install issued IDs there, and trusts only what a "
+						   "superuser made."),
+				 errhint("A superuser must drop schema uidgen_reach, or give it and a sequence max_id in it to "
+						 "a superuser.")));
+}
+
+} // namespace
+
+bool
+command_drops_extension(Node *parsetree, Oid role)
+{
+	Oid extension = get_extension_oid("uidgen", true);
+
+	/* Only who may drop the extension: another role's DROP takes no lock and writes nothing. */
+	if (!OidIsValid(extension) || !extension_owned_by(extension, role))
+		return false;
+
+	Oid types[1] = {OIDOID};
+	Datum values[1] = {ObjectIdGetDatum(extension)};
+
+	spi_run("SELECT e.extowner, n.nspname FROM pg_catalog.pg_extension e "
+			"  JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.oid = $1",
+			1, types, values, Visibility::Latest, SPI_OK_SELECT);
+
+	bool isnull;
+	Oid owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	char *schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+
+	if (IsA(parsetree, DropStmt))
+	{
+		const DropStmt *drop = castNode(DropStmt, parsetree);
+		const char *target = drop->removeType == OBJECT_EXTENSION									 ? "uidgen"
+							 : drop->removeType == OBJECT_SCHEMA && drop->behavior == DROP_CASCADE ? schema
+																								 : nullptr;
+		ListCell *cell;
+
+		if (target == nullptr)
+			return false;
+		foreach (cell, drop->objects)
+			if (strcmp(strVal(lfirst(cell)), target) == 0)
+				return true;
+		return false;
+	}
+	if (IsA(parsetree, DropOwnedStmt))
+	{
+		ListCell *cell;
+
+		foreach (cell, castNode(DropOwnedStmt, parsetree)->roles)
+			if (get_rolespec_oid(static_cast<RoleSpec *>(lfirst(cell)), true) == owner)
+				return true;
+	}
+	return false;
+}
+
+void
+keep_reach()
+{
+	int64_t reach = install_reach();
+
+	if (reach == 0)
+		return;
+	refuse_untrusted_reach();
+	spi_run("DO $$ BEGIN "
+			"IF pg_catalog.to_regnamespace('uidgen_reach') IS NULL THEN "
+			"  CREATE SCHEMA uidgen_reach; "
+			"  COMMENT ON SCHEMA uidgen_reach IS 'Left behind by DROP EXTENSION uidgen: a later CREATE EXTENSION "
+			"uidgen starts above uidgen_reach.max_id'; "
+			"  GRANT USAGE ON SCHEMA uidgen_reach TO PUBLIC; "
+			"END IF; "
+			"IF pg_catalog.to_regclass('uidgen_reach.max_id') IS NULL THEN "
+			"  CREATE SEQUENCE uidgen_reach.max_id AS bigint MINVALUE 0 START WITH 0 NO CYCLE; "
+			"  COMMENT ON SEQUENCE uidgen_reach.max_id IS 'An ID at or above every ID that the dropped installs of "
+			"uidgen may have issued in this database'; "
+			"  REVOKE ALL ON uidgen_reach.max_id FROM PUBLIC; "
+			"  GRANT SELECT ON uidgen_reach.max_id TO PUBLIC; "
+			"END IF; END $$",
+			0, nullptr, nullptr, Visibility::Transaction, SPI_OK_UTILITY);
+
+	Oid types[1] = {INT8OID};
+	Datum values[1] = {Int64GetDatum(reach)};
+
+	spi_run("SELECT pg_catalog.setval('uidgen_reach.max_id', $1) FROM uidgen_reach.max_id WHERE last_value < $1", 1,
+			types, values, Visibility::Transaction, SPI_OK_SELECT);
 }
 
 int64_t
@@ -288,10 +401,8 @@ install_floor_delta(const Layout &layout)
 }
 
 void
-refuse_below_install_floor(const Layout &layout)
+refuse_below_install_floor(const Layout &layout, int64_t floor)
 {
-	int64_t floor = install_floor_delta(layout);
-
 	if (floor == Generator::no_floor)
 		return;
 

@@ -21,6 +21,8 @@
 
 extern "C" {
 #include "postgres.h"
+
+#include "nodes/nodes.h"
 }
 
 namespace uidgen::pg {
@@ -68,13 +70,22 @@ std::optional<int64_t> settled_reserved_until();
 void reset_reservation();
 
 /*
- * Inside an SPI connection, for DROP EXTENSION (the reach it leaves behind):
- * the largest ID any worker of this install may have issued, the largest of
- * the unit the time reservation covers, or 0 when it covers none.  Holds
- * the lock that serialises raises until the transaction ends, so that no
- * raise goes past it before the drop commits.
+ * Inside an SPI connection, for the event trigger uidgen_keep_reach: whether
+ * the command (a DROP EXTENSION, DROP SCHEMA ... CASCADE or DROP OWNED parse
+ * tree) drops this extension, and role (the command's, not the SPI
+ * connection's) may drop it: another role's command drops nothing of it,
+ * and takes no lock here.
  */
-int64_t install_reach();
+bool command_drops_extension(Node *parsetree, Oid role);
+
+/*
+ * Inside an SPI connection, as the extension is dropped: raises the reach,
+ * uidgen_reach.max_id (created when missing, outside the extension), to the
+ * largest ID this install may have issued, holding the lock that serialises
+ * raises until the drop commits.  Refuses (42501) a schema or sequence of
+ * that name that a superuser did not make.
+ */
+void keep_reach();
 
 /*
  * Inside an SPI connection: the unit every worker of this install starts
@@ -85,11 +96,11 @@ int64_t install_reach();
 int64_t install_floor_delta(const Layout &layout);
 
 /*
- * Inside an SPI connection, for uid_configure: refuses (55000) a layout
- * whose IDs stay at or below the install floor for longer than a session
- * may borrow ahead.  Its workers could only wait, or find the layout's time
- * exhausted.
+ * For uid_configure and every claim: refuses (55000) a layout whose IDs
+ * stay at or below the install floor (a unit of install_floor_delta()) for
+ * longer than a session may borrow ahead.  Its workers could only wait, or
+ * find the layout's time exhausted.
  */
-void refuse_below_install_floor(const Layout &layout);
+void refuse_below_install_floor(const Layout &layout, int64_t floor);
 
 } // namespace uidgen::pg

@@ -11,8 +11,10 @@
 extern "C" {
 #include "postgres.h"
 
+#include "catalog/pg_extension.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "utils/acl.h"
 #if PG_VERSION_NUM >= 160000	/* 16 moved the varlena macros out of postgres.h */
 #include "varatt.h"
 #endif
@@ -55,6 +57,17 @@ my_local_transaction_id()
 	return MyProc->vxid.lxid;
 #else
 	return MyProc->lxid;
+#endif
+}
+
+/* Whether role owns (or is a member of the owner of) extension `extension`: 16 made the check generic. */
+inline bool
+extension_owned_by(Oid extension, Oid role)
+{
+#if PG_VERSION_NUM >= 160000
+	return object_ownercheck(ExtensionRelationId, extension, role);
+#else
+	return pg_extension_ownercheck(extension, role);
 #endif
 }
 

@@ -162,6 +162,9 @@ claim_new_worker(ClaimCommit commit)
 
 		if (now_delta > layout.max_delta())
 			throw_time_exhausted(layout);
+		/* Numbered from 1 again after DROP and CREATE EXTENSION: above all that earlier installs issued. */
+		int64_t install_floor = install_floor_delta(layout);
+		refuse_below_install_floor(layout, install_floor);
 
 		Claimant claimant = identify_claimant(original_identity);
 		/* A committer would wait for this transaction: then no claim is committed apart. */
@@ -195,8 +198,7 @@ claim_new_worker(ClaimCommit commit)
 		}
 		if (!committed)
 			write_claim(claim.worker, claimant.identity);
-		/* Numbered from 1 again after DROP and CREATE EXTENSION: above all that earlier installs issued. */
-		claim.floor_delta = std::max(claim.floor_delta, install_floor_delta(layout));
+		claim.floor_delta = std::max(claim.floor_delta, install_floor);
 		/*
 		 * Leaked workers this registration released are rows this transaction
 		 * wrote: it counts as a claim written here, which PREPARE refuses (a

@@ -86,6 +86,63 @@ is($node->safe_psql('first', q{CREATE EXTENSION uidgen;
 	SELECT last_value = 0 AND abs(extract(epoch FROM uid_timestamp(uid_next()) - clock_timestamp())) < 1
 	  FROM uidgen.install_floor}), 't', "a first install's floor is zero and its first ID is of the clock");
 
+# ---- the other ways a drop happens ----------------------------------------------
+
+# Under session_replication_role = replica (migration scripts, logical
+# replication's DDL), and by dropping the extension's schema: the trigger fires.
+for my $case (['replica', 'SET session_replication_role = replica; DROP EXTENSION uidgen'],
+	['schema', 'DROP SCHEMA public CASCADE; CREATE SCHEMA public'])
+{
+	my ($db, $drop) = @$case;
+	fresh_database($db);
+	$node->safe_psql($db, 'CREATE SCHEMA keep; ALTER TABLE ids SET SCHEMA keep');
+	$node->safe_psql($db, 'INSERT INTO keep.ids SELECT uid_next(), 1 FROM generate_series(1, 20000)');
+	$node->safe_psql($db, "$drop; RESET session_replication_role; CREATE EXTENSION uidgen; SELECT uid_configure($layout)");
+	$node->safe_psql($db, 'INSERT INTO keep.ids SELECT uid_next(), 2 FROM generate_series(1, 20000)');
+	is($node->safe_psql($db, 'SELECT count(*) - count(DISTINCT id) FROM keep.ids'), 0,
+		"a drop by \"$drop\" keeps the reach: no ID repeated");
+}
+
+# Another role's DROP EXTENSION, even one left open in a transaction, takes
+# no lock of uidgen's and writes nothing.
+$node->safe_psql('postgres', 'CREATE ROLE someone LOGIN');
+fresh_database('others');
+$node->safe_psql('others', 'SELECT uid_next()');
+my $other = $node->background_psql('others', on_error_stop => 0, extra_params => ['-U', 'someone']);
+$other->query('BEGIN; DROP EXTENSION IF EXISTS no_such_extension');
+is($node->safe_psql('others', "SET statement_timeout = '20s'; SELECT count(DISTINCT uid_next()) FROM generate_series(1, 40000)"),
+	40000, "another role's open DROP EXTENSION does not hold up issuing");
+$other->quit;
+
+# A schema uidgen_reach that a superuser did not make is refused, never used.
+$node->safe_psql('postgres', 'CREATE ROLE dbo LOGIN; CREATE DATABASE owned OWNER dbo');
+$node->safe_psql('owned', 'CREATE EXTENSION uidgen; SELECT uid_next()');
+$node->safe_psql('owned', q{SET ROLE dbo; CREATE SCHEMA uidgen_reach;
+	CREATE FUNCTION uidgen_reach.pwn() RETURNS bigint LANGUAGE plpgsql AS $$
+	BEGIN
+		IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+			EXECUTE 'ALTER ROLE dbo SUPERUSER';
+		END IF;
+		RETURN 0;
+	END $$;
+	CREATE VIEW uidgen_reach.max_id AS SELECT uidgen_reach.pwn() AS last_value});
+like(psql_error($node, 'owned', 'DROP EXTENSION uidgen'), qr/42501: schema "uidgen_reach" or its sequence "max_id" was not made by a superuser/,
+	'a drop refuses a schema uidgen_reach another role made');
+like(psql_error($node, 'owned', 'ALTER EVENT TRIGGER uidgen_keep_reach DISABLE; DROP EXTENSION uidgen; CREATE EXTENSION uidgen'),
+	qr/42501: schema "uidgen_reach"/, 'and so does a later CREATE EXTENSION');
+is($node->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'dbo'}), 'f',
+	'the other role gained nothing');
+
+# A reinstall under a layout whose IDs lie far below the reach: refused at
+# once (55000), not a sleep until the clock gets there.
+$node->safe_psql('postgres', 'CREATE DATABASE larger');
+$node->safe_psql('larger', "CREATE EXTENSION uidgen; SELECT uid_configure(31, 20, 12, '2000-01-01+00', 'second'); SELECT uid_next()");
+$node->safe_psql('larger', 'DROP EXTENSION uidgen; CREATE EXTENSION uidgen');
+like(psql_error($node, 'larger', "SET statement_timeout = '20s'; SELECT uid_next()"), qr/55000: cannot use layout/,
+	'the first uid_next() under a layout below the reach is refused at once');
+is($node->safe_psql('larger', "SELECT uid_configure(31, 20, 12, '2000-01-01+00', 'second') IS NOT NULL"), 't',
+	'and the earlier layout can still be set, since no worker was claimed');
+
 # ---- a session across the drop ---------------------------------------------
 
 fresh_database('across');
