@@ -61,44 +61,39 @@ read_stored_key(text *name)
 }
 
 /*
- * The last key read, for the rest of its command: every call of a command
- * would read the same row (the functions are STABLE), so a query that masks
- * many IDs reads its key once.
+ * The key a call site read, for the rest of its query, in the call site's
+ * fn_extra: every call of a query would read the same row (the functions
+ * are STABLE), so a query that masks many IDs reads its key once, and the
+ * next query reads it again (a key created or rolled back meanwhile).
  */
 struct KeyCache
 {
-	LocalTransactionId transaction;
-	CommandId command;
-	bool valid;
 	char name[64];
 	MaskKey key;
 };
 static_assert(std::is_trivially_destructible_v<KeyCache>);
 
-KeyCache key_cache;
-
 MaskKey
-read_mask_key(text *name)
+read_mask_key(FunctionCallInfo fcinfo, text *name)
 {
 	size_t length = VARSIZE_ANY_EXHDR(name);
-	bool cacheable = length < sizeof(key_cache.name);
-	LocalTransactionId transaction = my_local_transaction_id();
-	CommandId command = GetCurrentCommandId(false);
+	KeyCache *cache = static_cast<KeyCache *>(fcinfo->flinfo->fn_extra);
 
-	if (cacheable && key_cache.valid && key_cache.transaction == transaction && key_cache.command == command &&
-		strlen(key_cache.name) == length && memcmp(key_cache.name, VARDATA_ANY(name), length) == 0)
-		return key_cache.key;
+	if (cache != nullptr && strlen(cache->name) == length && memcmp(cache->name, VARDATA_ANY(name), length) == 0)
+		return cache->key;
 
 	MaskKey key = read_stored_key(name);
 
-	if (cacheable && key.found)
+	if (key.found && length < sizeof(cache->name))
 	{
-		key_cache.valid = true;
-		key_cache.transaction = transaction;
-		key_cache.command = command;
-		memcpy(key_cache.name, VARDATA_ANY(name), length);
-		key_cache.name[length] = '\0';
-		key_cache.key = key;
+		if (cache == nullptr)
+		{
+			cache = static_cast<KeyCache *>(MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(KeyCache)));
+			fcinfo->flinfo->fn_extra = cache;
+		}
+		memcpy(cache->name, VARDATA_ANY(name), length);
+		cache->name[length] = '\0';
+		cache->key = key;
 	}
 	return key;
 }
@@ -107,7 +102,7 @@ IdMask
 mask_of(FunctionCallInfo fcinfo)
 {
 	text *name = PG_GETARG_TEXT_PP(1);
-	MaskKey key = read_mask_key(name);
+	MaskKey key = read_mask_key(fcinfo, name);
 
 	if (!key.found)
 		ereport(ERROR,

@@ -83,3 +83,15 @@ SELECT uid_mask(9007199254740992, 'public');
 \set VERBOSITY default
 \c :regress_db
 DROP DATABASE uidgen_mask_javascript;
+
+-- A key read once a query: one created and rolled back in a savepoint is
+-- gone for the next query of the same transaction.
+BEGIN;
+SAVEPOINT s;
+SELECT uid_mask_key_create('brief');
+SELECT uid_mask(1, 'brief') >= 0 AS masked;
+ROLLBACK TO s;
+\set VERBOSITY terse
+SELECT uid_mask(1, 'brief');
+\set VERBOSITY default
+ROLLBACK;
