@@ -28,6 +28,8 @@
 #   make check-meta         META.json against the PGXN spec and uidgen.control
 #   make test-packages      as root: the .deb and the PGXN release installed
 #                           into the system's PostgreSQL 15 and tested
+#   make model-check        the fleet protocol's SPIN models and their mutants
+#                           (no PostgreSQL needed; see model/README.md)
 
 EXTENSION = uidgen
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
@@ -182,7 +184,10 @@ check-meta:
 test-packages:
 	@scripts/test-packages.sh
 
-.PHONY: deb dist check-meta test-packages
+model-check:
+	@scripts/model-check.sh
+
+.PHONY: deb dist check-meta test-packages model-check
 
 # PGXS runs TAP tests from t/; ours are in test/t (PROVE_TESTS above).
 prove_installcheck:
