@@ -1,8 +1,8 @@
 /*
  * model/session.pml: one session's IDs strictly increase across worker
  * changes (MP-2), and a reinstall of the extension issues no ID of the old
- * install again (MP-3).  Rules of issue 32 items 1 and 4, which the code does
- * not enforce yet (model/README.md).
+ * install again (MP-3), under rules S1 and S2 (model/README.md says which
+ * code enforces them).
  *
  * Time is a small integer C (the session's clock, stepped back or forward
  * within the run); an ID is (unit, worker, sequence), ordered in that order.
@@ -83,7 +83,7 @@ active proctype session()
 		if :: wi == 1 && oldmark > f -> f = oldmark :: else -> skip fi;
 #endif
 #ifndef SESSION_BELOW_LAST
-		/* issue 32 item 4: above the session's last unit */
+		/* S1: above the session's last unit */
 		if :: lu > f -> f = lu :: else -> skip fi;
 #endif
 		floor = f; f = 0; u = 0 }
@@ -95,7 +95,7 @@ active proctype session()
 #ifdef REINSTALL_AT_CLOCK
 		floor = C;
 #else
-		/* issue 32 item 1: the mark outlives the extension */
+		/* S2: the reach outlives the extension */
 		if :: mark > C -> floor = mark :: else -> floor = C fi;
 #endif
 		/* the same session (its last unit counts, MP-2), or a new one */
