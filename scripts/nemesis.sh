@@ -38,6 +38,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	rerun_as_postgres scripts/nemesis.sh --out "$work_out" "${args[@]}" || status=$?
 	cp -a "$work_out"/. "$out"/
 	rm -rf "$work_out"
+	log "the history and the servers' logs are in $out"
 	exit $status
 fi
 install_or_rerun_as_postgres scripts/nemesis.sh --out "$out" "${args[@]}"
