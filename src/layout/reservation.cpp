@@ -205,20 +205,18 @@ int64_t
 DatabaseReservation::extend(int64_t delta)
 {
 	return pg_call([this, delta]() -> int64_t {
-		Oid sequence_relid = reserved_until_relid();
-
 		/*
 		 * Locked first, which also takes in the invalidations of a drop that
 		 * committed meanwhile, and keeps one from committing until this
 		 * transaction ends: what the name finds below is this install's.
 		 */
 		if (OidIsValid(install_))
-		{
 			LockRelationOid(install_, AccessShareLock);
-			sequence_relid = reserved_until_relid();
-			if (sequence_relid != install_)
-				refuse_reinstalled(OidIsValid(sequence_relid));
-		}
+
+		Oid sequence_relid = reserved_until_relid();
+
+		if (OidIsValid(install_) && sequence_relid != install_)
+			refuse_reinstalled(OidIsValid(sequence_relid));
 		if (OidIsValid(sequence_relid))
 			return cover(sequence_relid, delta, window_units_);
 		if (!sql_predates_reservation())
