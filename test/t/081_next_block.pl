@@ -46,9 +46,11 @@ my $loop = sub {
 my $check = sub {
 	my ($label, $db, $schema, $sessions) = @_;
 	$node->safe_psql($db, 'DROP TABLE IF EXISTS issued; CREATE TABLE issued (seq bigserial, session int, first bigint, n int)');
+	# Not stopping at an error: the loop's end is echoed whatever happened, and
+	# the error is reported below rather than waited out until the timeout.
 	my @handles = map {
 		my $s = $_;
-		$node->background_psql($db)
+		$node->background_psql($db, on_error_stop => 0)
 	} 1 .. $sessions;
 	my $i = 0;
 	# Started together: each query_until returns at once, the loops run side by side.
@@ -58,12 +60,15 @@ my $check = sub {
 		$h->query_until(qr/started $i/, "\\echo started $i\n" . $loop->($i, 0.1 * $i, $schema) . "\n\\echo done $i\n");
 	}
 	$i = 0;
+	my @errors;
 	for my $h (@handles)
 	{
 		$i++;
 		$h->query_until(qr/done $i/, '');
+		push @errors, "session $i: $1" while $h->{stderr} =~ /(ERROR:[^\n]*)/g;
 		$h->quit;
 	}
+	is(join("\n", @errors), '', "$label: no session's loop met an error");
 	is($node->safe_psql($db, 'SELECT count(DISTINCT session) FROM issued'), $sessions, "$label: $sessions sessions issued");
 	is($node->safe_psql($db, q{
 		SELECT count(*) FROM (
