@@ -36,7 +36,7 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
 
 MODULE_big = $(EXTENSION)
 # The subsystems, each depending only on those before it (docs/design.md,
-# "The source"; scripts/check-layering.sh, run by make test, enforces it), and
+# the subsystems; scripts/check-layering.sh, run by make test, enforces it), and
 # src/module.cpp on top.
 LAYERS = core pg layout registry workers server backend
 OBJS = $(patsubst %.cpp,%.o,$(sort $(foreach layer,$(LAYERS),$(wildcard src/$(layer)/*.cpp)) src/module.cpp))

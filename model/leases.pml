@@ -1,6 +1,7 @@
 /*
  * model/leases.pml: leases, renewals, quarantine and lost registry state
- * (docs/design.md 8.0 steps 1-3, 8.2, 8.4, 8.5; model/README.md says what is
+ * (steps 1 to 3 and 6 of the fleet argument in docs/design.md: INV-16, INV-17,
+ * INV-20 under ASM-1 and ASM-3; model/README.md says what is
  * abstracted and which code site enforces each rule).
  *
  * Time is a small integer: R is true time, the registry's clock is R + roff,
@@ -14,8 +15,8 @@
  *   AGENT_FORGETS_BLOCKS, QUARANTINE_NEEDS_BLOCKS, REASSERT_REVIVES_STALE,
  *   MEMBER_CLOCK_CAP, RELEASE_BELOW_CAP, REASSERT_MOVES_OTHER_LIFE
  * Faults beyond the assumptions (expected counterexamples):
- *   FAULT_UNNOTICED_RESTORE (A1/A3: a memory revert the registry cannot see),
- *   FAULT_REGISTRY_CLOCK_BACK (A3: the registry's clock after lost state
+ *   FAULT_UNNOTICED_RESTORE (ASM-1, ASM-5: a memory revert the registry cannot see),
+ *   FAULT_REGISTRY_CLOCK_BACK (ASM-3: the registry's clock after lost state
  *   more than S behind the lost state's latest reading)
  */
 
@@ -405,7 +406,7 @@ renewed:
 #endif
 #ifdef REGISTRY_FAULTS
 	/* restore from the backup, or failover to the stale standby: noticed
-	 * (another timeline or start time); its clock within S (A3) */
+	 * (another timeline or start time); its clock within S (ASM-3) */
 	:: atomic { faults > 0 && backups == 0 && regid == 1 -> faults--;
 		for (k : 0 .. NB - 1) {
 			row_life[k] = bk_life[k]; row_lid[k] = bk_lid[k]; row_ceil[k] = bk_ceil[k];

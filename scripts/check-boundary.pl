@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # scripts/check-boundary.pl: the C++/PostgreSQL boundary holds by
-# construction (docs/design.md section 6).  Run by make test.
+# construction (INV-15 of docs/design.md).  Run by make test.
 #
 # A PostgreSQL error is a longjmp, which skips the destructors of every frame
 # between the ereport and the sigsetjmp that catches it.  That is defined

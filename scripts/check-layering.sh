@@ -4,7 +4,7 @@
 # The folders of src/, in the order the Makefile's LAYERS names them, each
 # include headers only from their own folder and those before it; src/
 # module.cpp, on top, may include any.  Also fails when a name the project
-# retired for being overloaded (docs/design.md, "Glossary") comes back.
+# retired for being overloaded (the glossary of docs/design.md) comes back.
 # Prints each violation and exits non-zero if there is one.
 #
 # An include is resolved as the compiler does (-Isrc, see the Makefile), so

@@ -162,6 +162,7 @@ log "running the tests, ${TEST_JOBS:-6} jobs at a time; each line is a job that 
 selected layering && jobs_start layering "" job_check scripts/check-layering.sh
 selected meta && jobs_start meta "" job_check "make -s check-meta PG_CONFIG=$PG_CONFIG"
 selected boundary && jobs_start boundary "" job_check "perl scripts/check-boundary.pl"
+selected design-ids && jobs_start design-ids "" job_check "perl scripts/check-design-ids.pl"
 selected unit && jobs_start unit "" job_unit
 selected regress && jobs_start regress "" job_regress regress
 selected isolation && jobs_start isolation "" job_regress isolation

@@ -16,7 +16,7 @@
 -- and a statement running across the drop stops at the reservation it held.
 -- Nothing of it exists while the extension is installed, so a dump never
 -- creates what a restore's CREATE EXTENSION created.  ENABLE ALWAYS: also
--- under session_replication_role = replica.  (docs/design.md section 5.1.)
+-- under session_replication_role = replica.  (INV-13, ASM-6.)
 CREATE FUNCTION uidgen.keep_reach() RETURNS event_trigger
 AS 'MODULE_PATHNAME', 'uid_keep_reach'
 LANGUAGE C;
@@ -58,7 +58,7 @@ SELECT pg_catalog.pg_extension_config_dump('uidgen.install_floor', '');
 -- Every database with the extension can be a fleet's registry: the database
 -- that uidgen.registry names on the members.  It leases blocks of worker ids
 -- to server lives (one start of one postmaster) and keeps their history.
--- These tables stay empty everywhere else.  (docs/design.md, "One ID space".)
+-- These tables stay empty everywhere else.  (INV-16.)
 
 -- The fleet's rules beside the layout (uidgen.config of the registry).
 CREATE TABLE uidgen.registry_config (
@@ -318,7 +318,7 @@ $$;
 -- the registry's clock, since it first reached the registry), at least a
 -- tenth of the lease TTL and 30 seconds, at most the TTL.  The blocks of a
 -- server in a crash loop are reusable soon after each of its short lives
--- ends; renewals lengthen a life's leases as it ages (docs/design.md 8.8).
+-- ends; renewals lengthen a life's leases as it ages (src/registry/README.md).
 -- Never longer than the TTL, so registry_holder_bound() still bounds them.
 CREATE FUNCTION uidgen.registry_lease_length(life uuid) RETURNS interval
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
@@ -467,8 +467,8 @@ BEGIN
 		-- Above every unit any holder of the block may have issued: the
 		-- ceilings recorded (so a member's clock plays no part), and the
 		-- registry's clock, which once the quarantine is over is above every
-		-- ceiling of state the registry may have lost (docs/design.md 8.0,
-		-- A3): a restore forgets the leases made after its backup, and the
+		-- ceiling of state the registry may have lost (INV-16,
+		-- ASM-3): a restore forgets the leases made after its backup, and the
 		-- block may have gone to another holder since the lease it records.
 		floor_delta := greatest(spent.ceiling_delta, uidgen.registry_delta(now()));
 	ELSE
@@ -478,8 +478,8 @@ BEGIN
 		-- A block this registry never leased may still have been leased by
 		-- the state it lost (a restore): its lost holders issued nothing
 		-- above their ceilings, all below the registry's clock once the
-		-- quarantine (or a new registry's wait) is over (docs/design.md
-		-- 8.0, A3).  So its first holder starts at the registry's clock,
+		-- quarantine (or a new registry's wait) is over (INV-16,
+		-- ASM-3).  So its first holder starts at the registry's clock,
 		-- not at -1, and no member's clock enters.
 		floor_delta := uidgen.registry_delta(now());
 		IF first_worker > top THEN
@@ -560,8 +560,8 @@ BEGIN
 		-- A lease whose ceiling (as its holder has it) the registry's clock
 		-- has passed, by more than the clock bound, lapsed: its block may
 		-- have gone to another lease since, which a restore may have
-		-- forgotten, so the lease row's ID alone cannot tell (docs/design.md
-		-- 8.5).  A live lease's ceiling is most of a lease ahead.
+		-- forgotten, so the lease row's ID alone cannot tell (INV-17,
+		-- ASM-1).  A live lease's ceiling is most of a lease ahead.
 		CONTINUE WHEN ceilings[i] IS NULL OR ceilings[i] <= uidgen.registry_delta(now() + cfg.max_clock_skew);
 		-- Renewing raises the ceiling (recorded ceilings only rise).
 		c := uidgen.registry_delta(now() + lease_length + cfg.max_borrow);
@@ -827,7 +827,7 @@ COMMENT ON FUNCTION @extschema@.uid_decode(text)
 -- field, the ID itself in the rest, so that the UUIDs of one layout's IDs
 -- sort as the IDs do.  IMMUTABLE under the guard that protects
 -- uid_timestamp(): uid_configure() refuses to change the layout while an
--- object depends on them (docs/design.md section 2.3).
+-- object depends on them (INV-7).
 CREATE FUNCTION @extschema@.uid_to_uuid(uid bigint) RETURNS uuid
 AS 'MODULE_PATHNAME', 'uid_to_uuid'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
@@ -915,7 +915,7 @@ COMMENT ON FUNCTION @extschema@.uid_now()
 	IS 'The largest ID of the time unit the statement started in: an integer "now" for TimescaleDB';
 
 -- ---- User features: the safe horizon and partitioning by time --------------
--- (docs/design.md, "The safe horizon"; docs/partitioning-and-text.md)
+-- (INV-22; docs/partitioning-and-text.md)
 
 -- The highest ID no transaction now open in this database can still commit:
 -- a polling reader takes it in one statement and reads
@@ -931,7 +931,7 @@ COMMENT ON FUNCTION @extschema@.uid_safe_horizon()
 -- functions do (under the lock that uid_configure's guard conflicts with,
 -- and the guard refuses a change while objects depend on them), so they are
 -- IMMUTABLE too: usable in index predicates and wherever PostgreSQL asks
--- for IMMUTABLE (docs/design.md section 2.3).
+-- for IMMUTABLE (INV-7).
 ALTER FUNCTION @extschema@.uid_min(timestamptz) IMMUTABLE;
 ALTER FUNCTION @extschema@.uid_max(timestamptz) IMMUTABLE;
 ALTER FUNCTION @extschema@.uid_interval(interval) IMMUTABLE;

@@ -177,7 +177,7 @@ define_settings()
 	 * never switches between its own worker and the shared one; both kinds
 	 * of worker live side by side in the worker table and under one time
 	 * reservation, so a reload or restart that switches never duplicates
-	 * (docs/design.md, "Server-wide generator").  Not PGC_POSTMASTER: that
+	 * (INV-14).  Not PGC_POSTMASTER: that
 	 * needs preloading, which PostgreSQL 17 and later can do without.
 	 */
 	DefineCustomEnumVariable("uidgen.scope",

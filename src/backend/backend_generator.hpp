@@ -21,8 +21,8 @@ namespace uidgen::pg {
 /*
  * The next ID of this backend.  After the first call this reads the clock
  * and does arithmetic: no SPI, lock, allocation or write, except that once
- * per reservation window it raises the time reservation (docs/design.md,
- * invariant 4 and "Time reservation"), and that the first ID of a
+ * per reservation window it raises the time reservation (INV-4, INV-9),
+ * and that the first ID of a
  * transaction takes its horizon mark (horizon_lock.hpp).
  */
 int64_t next_uid();

@@ -2,7 +2,7 @@
  * horizon_lock.hpp
  *	  The mark every transaction that issues IDs leaves for uid_safe_horizon():
  *	  a transaction-level advisory lock whose key is the clock reading taken
- *	  before its first ID (docs/design.md, "The safe horizon").
+ *	  before its first ID (INV-22).
  *
  * The lock is shared, of key kind 5 (worker locks are 3, the sequence raise
  * lock 4; the SQL advisory functions use 1 and 2): field 1 is the database,

@@ -32,7 +32,7 @@ protected:
 	 * Not virtual, and protected so that no clock is deleted through this
 	 * type: a clock without members of its own is then trivially
 	 * destructible, as everything a PostgreSQL error may longjmp over must be
-	 * (docs/design.md section 6).
+	 * (INV-15).
 	 */
 	~Clock() = default;
 };

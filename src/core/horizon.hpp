@@ -1,7 +1,7 @@
 /*
  * horizon.hpp
  *	  uid_safe_horizon()'s arithmetic: from clock readings to the highest ID
- *	  no open transaction can still commit (docs/design.md, "The safe horizon").
+ *	  no open transaction can still commit (INV-22).
  *
  * Every generator issues, at a clock reading in unit t, an ID of unit t or
  * later, except the server-wide generator's chunk cache, which still issues a

@@ -177,7 +177,7 @@ std::string format_utc(int64_t unix_ms);
 /*
  * Everything the code outside src/core keeps in its frames must be
  * trivially destructible: a PostgreSQL error longjmps over them
- * (docs/design.md section 6; scripts/check-boundary.pl checks that each
+ * (INV-15; scripts/check-boundary.pl checks that each
  * type has its assertion).
  */
 static_assert(std::is_trivially_destructible_v<Layout>);

@@ -6,8 +6,8 @@
  * every time unit the holder can have issued.  The clock cannot say which
  * those were (it may have been stepped back across the crash), so a
  * generator issues only units its reservation covers, and the reservation
- * is recorded durably before they are issued (docs/design.md, "Time
- * reservation").  Extending it is the rare slow path: the hot path compares
+ * is recorded durably before they are issued (INV-9, INV-10).
+ * Extending it is the rare slow path: the hot path compares
  * one number.
  */
 #pragma once

@@ -10,7 +10,7 @@
  * behind the clock (or behind a backend's floor) is first moved up with a
  * compare-and-swap.  The word never decreases, so no word is handed out
  * twice whatever the clock does, and the chunks of one backend come in
- * increasing order (docs/design.md, "Server-wide generator").
+ * increasing order (INV-14).
  *
  * Whether a chunk may be issued (its units reserved, not too far ahead of
  * the clock, inside the layout) is the caller's to check: the words are

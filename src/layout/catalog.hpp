@@ -79,7 +79,7 @@ const Layout &database_layout();
  * the transaction, taken on the first call of each (sub)transaction, so
  * that uid_configure cannot change the layout while values computed under
  * it may still be on their way into an index, a generated column or a
- * constraint (layout_funcs.cpp; docs/design.md section 2.3).  After the first
+ * constraint (layout_funcs.cpp; INV-7).  After the first
  * call of a transaction this costs one comparison.
  */
 const Layout &decoding_layout();

@@ -115,7 +115,7 @@ UIDGEN_FUNCTION(uid_parse_json)
  * read the layout from uidgen.config: decoding_layout() holds the lock that
  * keeps uid_configure from changing it under a computation, and
  * uid_configure refuses to change it while any object depends on them
- * (docs/design.md section 2.3).
+ * (INV-7).
  */
 
 /* uid_timestamp(uid bigint) returns timestamptz: the start of the ID's time unit. */

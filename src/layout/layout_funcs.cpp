@@ -288,7 +288,7 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch, bool *changed
 					 errdetail("IDs issued in this database decode only under layout %s.",
 							   current_text.text),
 					 errhint("Choose the layout before the first uid_next(); a new layout needs a new database.")));
-		/* Its members issue under it from their first lease on (docs/design.md, section 8.4). */
+		/* Its members issue under it from their first lease on (INV-7, INV-17). */
 		if (registry_has_leased())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -350,7 +350,7 @@ UIDGEN_FUNCTION(uid_configure)
 /*
  * uidgen.keep_reach(), the event trigger uidgen_keep_reach at the start of
  * DROP EXTENSION, DROP SCHEMA and DROP OWNED: when the command drops this
- * extension, keeps its reach past the drop (docs/design.md section 5.1).
+ * extension, keeps its reach past the drop (INV-13, ASM-6).
  */
 UIDGEN_FUNCTION(uid_keep_reach)
 {

@@ -8,7 +8,7 @@
  * not lower the mark, and a standby or a restored copy inherits it.  A
  * worker leaked by a crash is released no lower than the mark, so it is
  * reused only above every ID its dead holder issued, whatever the clock did
- * meanwhile (docs/design.md, "Time reservation").
+ * meanwhile (INV-9, INV-10).
  */
 #pragma once
 

@@ -6,8 +6,8 @@
  * Both read the layout, yet are IMMUTABLE, as uid_timestamp() is and under
  * the same guard: decoding_layout() holds the lock that keeps uid_configure
  * from changing the layout under a computation, and uid_configure refuses
- * to change it while any object depends on them (docs/design.md section
- * 2.3; layout_funcs.cpp).
+ * to change it while any object depends on them (INV-7;
+ * layout_funcs.cpp).
  */
 #include "core/uuid_form.hpp"
 #include "layout/catalog.hpp"

@@ -4,8 +4,8 @@
  *	  registry agent leased for this server life, in shared memory.
  *
  * With uidgen.registry set, every worker a database of this server claims
- * comes from a block leased to this server life (docs/design.md, "One ID
- * space across databases and servers").  The agent (agent.cpp)
+ * comes from a block leased to this server life (INV-16 to INV-18 of
+ * docs/design.md).  The agent (agent.cpp)
  * claims and renews the blocks over libpq; backends and keepers take
  * workers out of them here and never talk to the registry themselves.
  * Leases are kept on the monotonic clock: a worker may issue only time
@@ -157,13 +157,13 @@ struct LeaseTable
 	/*
 	 * How many times a database of this server life has joined a registry
 	 * (leased_claim.cpp): a worker claimed without one stops extending its
-	 * reservation once this moves (docs/design.md, section 8.6).
+	 * reservation once this moves (INV-19).
 	 */
 	std::atomic<uint64_t> joins;
 	/*
 	 * The identity of the registry (its uidgen.registry_identity): pinned
 	 * by the agent at its first exchange under this uidgen.registry, and
-	 * the one it saw last (registry_pin.hpp, docs/design.md section 8.5).
+	 * the one it saw last (registry_pin.hpp, INV-20).
 	 */
 	bool registry_pinned;
 	uint8 registry_id[16];
@@ -185,7 +185,7 @@ void attach_lease_table();
 LeaseTable *lease_table();
 
 /*
- * Joining (docs/design.md, section 8.6).  A worker claimed without a
+ * Joining (INV-19).  A worker claimed without a
  * registry keeps the count it saw at its claim, and issues no unit beyond
  * the reservation once the count has moved: a database's join raises it
  * before it reads the reservation its floor starts above.  0 without a

@@ -7,7 +7,7 @@
  * about once per reservation window, so checking the lease there costs the
  * hot path nothing: the cap is what the lease covers as it stands (the rest
  * of the lease on the monotonic clock, plus max_borrow), and the registry
- * leases the block again only above it (docs/design.md, "Leases").  A lease
+ * leases the block again only above it (INV-16, INV-17).  A lease
  * that ran out, or was lost, marks the reservation, so that the backend
  * gives its worker up and claims another from a live block.
  */

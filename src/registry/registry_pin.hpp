@@ -9,7 +9,7 @@
  * again, rebuilt, or another database behind the same connection string
  * knows nothing of the leases this server holds.  Each member database
  * pins the identity it joined in uidgen.membership; uid_registry_move()
- * moves both (docs/design.md, section 8.5).
+ * moves both (INV-20).
  */
 #pragma once
 

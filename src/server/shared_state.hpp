@@ -11,8 +11,7 @@
  *
  * The slot lives as long as the shared memory: a crash restart starts from
  * a new one, and a worker whose keeper died is reused only above its floor,
- * which the time reservation covers (docs/design.md, "Server-wide
- * generator").
+ * which the time reservation covers (INV-10, INV-14).
  *
  * Two places can hold it: the main shared memory, when uidgen is in
  * shared_preload_libraries, or on PostgreSQL 17 and later a named DSM
@@ -56,7 +55,7 @@ enum class KeeperStage : int
 /*
  * A worker the keeper holds and lends to one backend at a time.  Each has a
  * reservation of its own: with a registry, its lease caps it, not the
- * leases of the keeper's other workers (docs/design.md, section 8.0, step 3).
+ * leases of the keeper's other workers (INV-17; step 3 of the fleet argument).
  */
 struct PrivateWorker
 {

@@ -2,7 +2,7 @@
  * claim_committer.hpp
  *	  Commits a backend's claim of a reused worker in a transaction of its
  *	  own, by a background worker started for that one write, before the
- *	  backend issues under the worker (docs/design.md, "A durable claim").
+ *	  backend issues under the worker (INV-11).
  *
  * A backend's own transaction is its user's: it may roll back, or the
  * server may crash before it ends.  A claim written only there leaves a

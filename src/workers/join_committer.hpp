@@ -2,7 +2,7 @@
  * join_committer.hpp
  *	  Commits a database's join of its registry in a transaction of its own,
  *	  by a background worker started for that one write, before the session
- *	  that asked for it issues (docs/design.md section 8.6).
+ *	  that asked for it issues (INV-19, INV-20).
  *
  * A join written in the joining session's transaction makes every other
  * session of the database that joins before it commits wait for it (the

@@ -1,7 +1,7 @@
 /*
  * leased_claim.hpp
  *	  A leased claim: a database claiming a worker from the blocks this server
- *	  leased from its registry (docs/design.md, "Glossary").
+ *	  leased from its registry (the glossary of docs/design.md).
  *
  * Both run inside an SPI connection, as the extension owner, in the
  * registering transaction (worker_table.hpp's conventions).

@@ -2,7 +2,7 @@
  * registry_move.cpp
  *	  uid_registry_move(): moving a member database to the registry its
  *	  server's agent reaches now, when that is another registry than the
- *	  one it joined (docs/design.md, section 8.5).
+ *	  one it joined (INV-20).
  *
  * A registry created again, rebuilt or replaced has another identity, which
  * members refuse: it knows nothing of the leases they hold.  Moving to it is

@@ -1,6 +1,6 @@
 /*
  * worker_table.cpp
- *	  The worker table protocol (docs/design.md, "The worker table"),
+ *	  The worker table protocol (INV-8, INV-10 to INV-12; src/workers/README.md),
  *	  over SPI.
  */
 #include "workers/worker_table.hpp"

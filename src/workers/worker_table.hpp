@@ -42,7 +42,7 @@ static_assert(std::is_trivially_destructible_v<Claim>);
  * worker table was made by another database, the original (this one is a
  * restored or template copy of it, which may still be generating).  The
  * original's identity is in uidgen.config.origin, a name 1.0.0 released;
- * "origin" is otherwise where an ID came from (docs/design.md, "Glossary").
+ * "origin" is otherwise where an ID came from (the glossary of docs/design.md).
  */
 struct Claimant
 {

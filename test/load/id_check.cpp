@@ -72,7 +72,7 @@ IdLog::add(int64_t id)
 	}
 
 	/*
-	 * A backend keeps its worker ID for life (docs/design.md section 4.1), so a session
+	 * A backend keeps its worker ID for life (INV-8), so a session
 	 * normally adds one worker here; more is reported, not failed.
 	 */
 	if (!session_has_id_)

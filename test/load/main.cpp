@@ -4,7 +4,7 @@
  *
  * It drives uid_next(), uid_next_batch() and DEFAULT uid_next() from many
  * connections at once, long-lived, churning or rolling back, and checks
- * what docs/design.md section 1 promises of every ID received: unique across the
+ * what INV-1 to INV-3 of docs/design.md promise of every ID received: unique across the
  * run, positive and within the layout, and strictly increasing per backend.
  * The TAP tests run it with --json and read its one line of figures.
  *

@@ -226,7 +226,7 @@ is(scalar(@timeouts), 0, 'no statement hung');
 is($hung + $hung_clients, 0, 'no process still running 30 s after a fast stop');
 is(scalar(@not_issuing), 0, 'every server issues again within three lease TTLs after the faults stop')
   or diag("not issuing: @not_issuing");
-diag("$r->{crash_exception} duplicate IDs fall under PostgreSQL's crash exception (invariant 1)")
+diag("$r->{crash_exception} duplicate IDs fall under PostgreSQL's crash exception (INV-1)")
   if $r->{crash_exception};
 say_line(sprintf('done: %d faults, %d IDs, %d duplicates, %d crash exception; history in %s/history.txt',
 	scalar(@done), $r->{ids}, $r->{duplicates}, $r->{crash_exception}, $opt{out}));

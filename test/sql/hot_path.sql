@@ -1,4 +1,4 @@
--- docs/design.md invariant 4: after a backend's first call, uid_next() touches no
+-- docs/design.md, INV-4: after a backend's first call, uid_next() touches no
 -- table (no SPI), takes no lock but the transaction's horizon mark, and writes nothing.
 SET client_min_messages = warning;
 -- A backend raises the time reservation once per window of 10 s of time

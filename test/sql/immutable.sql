@@ -3,7 +3,7 @@
 -- read the layout from uidgen.config.  While no
 -- worker has registered, uid_configure may still change the layout; it
 -- refuses while objects depend on these functions, so that an index built
--- on imported IDs cannot silently go wrong (docs/design.md section 2.3).
+-- on imported IDs cannot silently go wrong (INV-7 of docs/design.md).
 -- Runs before any worker registers.
 SET client_min_messages = warning;
 

@@ -7,7 +7,7 @@
 # first ID after an idle spell was checked against the new keeper's
 # reservation alone (server_generator.cpp, wait_for_reservation()), so it
 # issued under the released worker while a session of scope backend had
-# reused that worker (found by review; docs/design.md, section 7.2).
+# reused that worker (found by review; INV-14).
 use strict;
 use warnings;
 

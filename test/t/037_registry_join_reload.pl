@@ -1,5 +1,5 @@
 # Joining a registry while a statement runs across the reload that sets
-# uidgen.registry (docs/design.md section 8.6).  That statement keeps the
+# uidgen.registry (INV-19 of docs/design.md).  That statement keeps the
 # worker it claimed without a registry, a number of the database's own
 # numbering, which the registry may grant to another database.  It must
 # issue nothing above the floor its database joins at: every ID above a

@@ -5,7 +5,7 @@
 # same (renewals fail), and the registry leases the same block to the same
 # server life again.  That is a new grant: the session that held a worker
 # of the old one must issue nothing more under it, while the worker goes
-# fresh to another database (docs/design.md, section 8.2).  Before grants
+# fresh to another database (INV-17 of docs/design.md).  Before grants
 # had an identity the new agent forgot the blocks but not the grants, and
 # leases were matched by worker range: the old holder came back to life
 # beside the new one (12,680 and 27,385 duplicates on the first version of

@@ -3,7 +3,7 @@
 # registry leases the block to another member.  Uniqueness must not depend
 # on either member's clock: the first member issues no unit above the
 # ceiling the registry granted it, and the next holder starts above that
-# ceiling (docs/design.md, sections 8.2 and 8.4).  Before ceilings, the
+# ceiling (INV-16, INV-17 of docs/design.md).  Before ceilings, the
 # first member issued 12 s ahead, above the next holder's floor, which the
 # registry set on its own clock (the review counted 273,000 and 235,395
 # duplicates with a step of 40 s).

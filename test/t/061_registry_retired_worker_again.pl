@@ -106,7 +106,7 @@ $s1->quit;
 # at s1's exit).  m1's clock steps back between the two: the reused worker
 # must issue nothing at or below its lease's floor, under which another
 # server may have issued since (before: its floor was the row's, and it
-# issued there; docs/design.md 8.3).  The step is uidgen.debug_clock_offset.
+# issued there; INV-10, INV-17).  The step is uidgen.debug_clock_offset.
 is($m1->safe_psql('postgres', 'SELECT unit FROM uidgen.config'), 'millisecond', 'a unit is a millisecond');
 my $lease_floor = $registry->safe_psql('registry', q{
 	SELECT h.floor_delta FROM uidgen.worker_block b JOIN uidgen.worker_block_lease h USING (block, lease_id)

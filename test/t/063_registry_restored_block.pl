@@ -3,7 +3,7 @@
 # another member since (m2, which issued under it and is gone now) must
 # not be leased again above m1's ceiling only: m2's IDs lie above it.  The
 # quarantine ends when every lost ceiling is below the registry's clock
-# (docs/design.md 8.0, A3), so the next holder's floor must be at the
+# (INV-16, ASM-3 of docs/design.md), so the next holder's floor must be at the
 # registry's clock as well as above the recorded ceiling.
 #
 # Before: the floor was the recorded ceiling (m1's), below every ID m2

@@ -1,5 +1,5 @@
 # Joining a registry while the database's first worker claim is still open
-# (issue 20, item 5; docs/design.md section 8.6).  Session A of database
+# (issue 20, item 5; INV-19 of docs/design.md).  Session A of database
 # postgres takes the database's first worker, of its own numbering, in a
 # transaction it keeps open, and issues ahead of the clock; its claim row
 # is not committed, so the worker table shows no row.  The server then

@@ -1,6 +1,6 @@
 # Two sessions of one database take their first IDs under a registry at
 # once, each in a transaction that also locks something the other will
-# want (docs/design.md section 8.6).  The first joins the registry; the
+# want (INV-19 of docs/design.md).  The first joins the registry; the
 # second must not wait for the first's transaction: waiting closes a lock
 # cycle, a deadlock (test 040 met one between two multi-node transactions
 # of Citus).  A join is committed in a transaction of its own, by a

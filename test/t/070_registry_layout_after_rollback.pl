@@ -1,5 +1,5 @@
-# The layout of a member database whose first claim rolled back (docs/design.md
-# sections 2.2 and 8.6).  A session's first worker comes from the registry's
+# The layout of a member database whose first claim rolled back (INV-7,
+# INV-19 of docs/design.md).  A session's first worker comes from the registry's
 # blocks in a transaction that rolls back: no row of uidgen.worker_node
 # shows the claim, and a worker from the blocks takes no id from the
 # database's sequence, yet the session keeps its worker and has issued IDs

@@ -1,7 +1,7 @@
 # A database joins its registry with a join floor above what the server's
 # leases cover: before it joined, its clock ran an hour ahead for a moment
-# and it issued there, so its IDs must start above that hour (docs/design.md
-# section 8.6).  Until the registry's time nears the floor it can issue
+# and it issued there, so its IDs must start above that hour (INV-19 of
+# docs/design.md).  Until the registry's time nears the floor it can issue
 # nothing under the registry, and it must say so without spending the
 # server's grants: before, every attempt took a fresh worker it could not
 # issue under, one block each here (blocks of one worker), until the

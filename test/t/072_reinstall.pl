@@ -4,7 +4,7 @@
 # issued (the reach, uidgen_reach.max_id, which the drop leaves behind).  A
 # session across the drop goes on above its own last ID, a statement across
 # it stops at the reservation it held, and the same holds under a registry
-# and in scope server (docs/design.md, "Reinstalling").
+# and in scope server (INV-13, ASM-6 of docs/design.md).
 use strict;
 use warnings;
 

@@ -3,7 +3,7 @@
  *	  Compatibility of uidgen::Layout with UidGenerator's BitsAllocator and
  *	  DefaultUidGenerator.parseUID, as in the Java sources.
  *
- * docs/design.md section 2.1 promises that IDs made by the Java library decode
+ * docs/design.md (the layout, INV-2) promises that IDs made by the Java library decode
  * here and vice versa when the same layout and epoch are given.  The Java
  * formulas are transcribed below in unsigned arithmetic (Java's << on long
  * wraps, and >>> is a logical shift), and compared with compose() and

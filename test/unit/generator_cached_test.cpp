@@ -1,7 +1,7 @@
 /*
  * generator_cached_test.cpp
  *	  Unit tests of Generator::next_cached, the borrowing generator
- *	  (docs/design.md section 3.2).
+ *	  (INV-3 of docs/design.md).
  *
  * Time is always a ManualClock: it only moves when a test moves it or when
  * the generator sleeps on it, and it records every sleep.  So "borrows

@@ -1,7 +1,7 @@
 /*
  * generator_default_test.cpp
  *	  Unit tests of Generator::next_default, the wall-clock generator
- *	  (docs/design.md section 3.3).
+ *	  (INV-3 of docs/design.md).
  *
  * The default generator never borrows: every ID it returns belongs to the
  * time unit the clock shows when it returns.  When a unit is used up it

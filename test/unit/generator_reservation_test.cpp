@@ -1,7 +1,7 @@
 /*
  * generator_reservation_test.cpp
  *	  A generator issues a time unit only once its reservation covers it
- *	  (docs/design.md, "Time reservation"): the rule that keeps a worker
+ *	  (INV-9 of docs/design.md): the rule that keeps a worker
  *	  leaked by a crash from being reused below what it issued, whatever
  *	  the clock did.
  */

@@ -3,7 +3,7 @@
  *	  Switching between the cached and default generators on one Generator.
  *
  * uidgen.generator is a GUC, so a backend may change strategy between any
- * two calls; docs/design.md section 3.4 says this is safe because both keep L
+ * two calls; docs/design.md (INV-3) says this is safe because both keep L
  * monotonic.  These tests interleave the two on one state and check that
  * IDs still strictly increase.
  */

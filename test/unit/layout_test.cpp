@@ -3,7 +3,7 @@
  *	  Unit tests of uidgen::Layout: validation, time units, composition,
  *	  decomposition and the time arithmetic behind uid_min/uid_max.
  *
- * The layout is where invariant 2 of docs/design.md lives ("every ID is a
+ * The layout is where INV-2 of docs/design.md lives ("every ID is a
  * positive bigint whose fields decode exactly; an out-of-range field is an
  * error, never bits bleeding into a neighbour"), so most tests here try to
  * make a field bleed or a decode go wrong, over many layouts at once.
@@ -337,7 +337,7 @@ TEST(LayoutCompose, RoundTripOverRandomLayouts)
 TEST(LayoutCompose, OrderOfUidsIsOrderOfFields)
 {
 	/*
-	 * Per-backend strict increase (invariant 3) relies on the UID order
+	 * Per-backend strict increase (INV-3) relies on the UID order
 	 * being the lexicographic order of (delta, worker, sequence).
 	 */
 	std::mt19937_64 rng(42);

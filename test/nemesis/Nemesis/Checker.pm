@@ -7,9 +7,9 @@
 #
 # - an ID is covered when its database had joined the registry before it:
 #   its time unit is above the database's join floor (uidgen.membership,
-#   docs/design.md section 8.6); covered IDs must be unique over the union
+#   INV-19 of docs/design.md); covered IDs must be unique over the union
 #   of every database of every server;
-# - a duplicate that PostgreSQL's own crash exception explains (invariant 1:
+# - a duplicate that PostgreSQL's own crash exception explains (INV-1:
 #   every copy but the last from a transaction that did not commit, all in
 #   one database of one server, and a crash of that server between them) is
 #   counted apart, never hidden;

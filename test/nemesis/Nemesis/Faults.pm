@@ -10,7 +10,7 @@ use Time::HiRes ();
 use Nemesis::Fleet;
 
 # The fault kinds that hit the known open gaps of the registry
-# (docs/design.md section 8, "Known gaps"), kept here and nowhere else.  The
+# (docs/nemesis.md says which), kept here and nowhere else.  The
 # default run leaves them out and says so; FAULTS=all includes them.  Take
 # one out of this list when the fix for its gap lands.
 our %KNOWN_GAPS = (
@@ -19,7 +19,7 @@ our %KNOWN_GAPS = (
 );
 
 # Every kind: what it hits, whether it crashes that server (for the crash
-# exception of invariant 1), and what it does.
+# exception of INV-1), and what it does.
 our %KINDS = (
 	kill_backend => { on => 'member', crash => 1, run => \&kill_backend },
 	kill_agent => { on => 'member', crash => 1, run => \&kill_agent },
@@ -494,7 +494,7 @@ sub registry_recreate
 		. "max_borrow => '$Nemesis::Fleet::MAX_BORROW')");
 	return "RECREATE FAILED: $err" unless $ok;
 	# The members refuse the new identity (08004) until each of their
-	# databases moves to it: the documented act (docs/design.md 8.5).  No
+	# databases moves to it: the documented act (INV-20).  No
 	# uid_registry_start_fleet(): the new registry waits out the old one's
 	# holders.
 	my @moved;
