@@ -1,12 +1,12 @@
 /*
  * model/leases.pml: leases, renewals, quarantine and lost registry state
- * (steps 1 to 3 and 6 of the fleet argument in docs/design.md: INV-16, INV-17,
+ * (steps F1 to F3 and F6 of the fleet argument in docs/design.md: INV-16, INV-17,
  * INV-20 under ASM-1 and ASM-3; model/README.md says what is
  * abstracted and which code site enforces each rule).
  *
  * Time is a small integer: R is true time, the registry's clock is R + roff,
  * a member's clock is R + off[s].  A block is one worker (a block's workers
- * share one lease; two databases of one life never share a worker, step 4,
+ * share one lease; two databases of one life never share a worker, step F4,
  * which this model does not cover).  An ID is a (block, unit) cell; each
  * issuer (a grant of a lease to a session or keeper) records the units it
  * issued as a bit mask.  MP-1: no two issuers ever issue the same cell.

@@ -55,7 +55,7 @@ enum class KeeperStage : int
 /*
  * A worker the keeper holds and lends to one backend at a time.  Each has a
  * reservation of its own: with a registry, its lease caps it, not the
- * leases of the keeper's other workers (INV-17; step 3 of the fleet argument).
+ * leases of the keeper's other workers (INV-17; step F3 of the fleet argument).
  */
 struct PrivateWorker
 {
