@@ -158,6 +158,12 @@ bench:
 bench-scope:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/scope.sh
 
+# What a new connection that inserts one row costs with the defaults, against
+# identity, split into library load, catalog, claim and exit
+# (test/bench/README.md); ROUNDS=N sets the rounds.  Not part of test.
+bench-churn:
+	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/churn.sh
+
 # What a registry costs a member's sessions, against a server without one
 # (test/bench/README.md); ROUNDS=N sets the rounds.  Not part of test.
 bench-registry:
@@ -168,7 +174,7 @@ bench-registry:
 bench-lives:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/lives.sh
 
-.PHONY: unit test test-stress test-all nemesis demo bench bench-scope bench-registry bench-lives cursor-bench
+.PHONY: unit test test-stress test-all nemesis demo bench bench-scope bench-churn bench-registry bench-lives cursor-bench
 
 # ---- packaging (docs/install.md) ----------------------------------------
 

@@ -34,6 +34,10 @@ RUNS=(
 	"session.pml||pass"
 	"session.pml|-DSESSION_BELOW_LAST|fail"
 	"session.pml|-DREINSTALL_AT_CLOCK|fail"
+	"claim_pool.pml||pass"
+	"claim_pool.pml|-DNO_HANDOVER_WAIT|fail"
+	"claim_pool.pml|-DFREE_MARK_IS_POOLED|fail"
+	"claim_pool.pml|-DRETURN_AFTER_HANDOVER|fail"
 )
 
 # check_one N RUN: one run in its own directory; writes its line and verdict

@@ -41,6 +41,7 @@ bool worker_reuse = true;
 int scope_setting = static_cast<int>(Scope::Backend);
 int keeper_idle_timeout_ms = 300 * 1000;
 int max_chunk_setting = 8;
+int claim_pool_size = 8;
 int debug_clock_offset_ms = 0;
 char *registry_setting = nullptr;
 
@@ -196,6 +197,16 @@ define_settings()
 										 "life of the server."),
 							&keeper_idle_timeout_ms, keeper_idle_timeout_ms, 0, INT_MAX, PGC_SIGHUP,
 							GUC_UNIT_MS, nullptr, nullptr, nullptr);
+
+	DefineCustomIntVariable("uidgen.claim_pool_size",
+							gettext_noop("How many released workers a database's uidgen claim pool keeps "
+										 "claimed ahead for new sessions."),
+							gettext_noop("A session that reuses a worker takes one whose claim is already "
+										 "committed, instead of starting a claim committer; 0 turns the pool "
+										 "off.  The pool is a background worker per database with sessions "
+										 "that reuse workers."),
+							&claim_pool_size, claim_pool_size, 0, max_claim_pool_size, PGC_SIGHUP, 0, nullptr,
+							nullptr, nullptr);
 
 	/*
 	 * Larger chunks cost fewer atomic operations but let concurrent

@@ -31,4 +31,17 @@ describe_database_worker(BackgroundWorker *bgw, const char *function, const char
 	strlcpy(bgw->bgw_type, type, sizeof(bgw->bgw_type));
 }
 
+/*
+ * A background worker connected to a database must not hold it open: DROP
+ * DATABASE, ALTER DATABASE ... RENAME and CREATE DATABASE ... TEMPLATE wait a
+ * few seconds for other connections and then fail.  Each of them first takes
+ * a lock on the database object that conflicts with the one a connecting
+ * backend takes (RowExclusiveLock); a worker that holds that lock for its
+ * session sees them wait for it (database_wanted_elsewhere()) and leaves.
+ */
+void hold_database_lock();
+bool database_wanted_elsewhere();
+/* At exit: nothing in PostgreSQL releases a session lock of the default lock method then. */
+void release_database_lock();
+
 } // namespace uidgen::pg

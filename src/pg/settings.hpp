@@ -23,6 +23,9 @@ extern bool worker_reuse;
 extern int scope_setting;			/* a Scope */
 extern int keeper_idle_timeout_ms;
 extern int max_chunk_setting;
+/* uidgen.claim_pool_size: workers a database's claim pool keeps claimed ahead (claim_pool.hpp); 0: no pool. */
+extern int claim_pool_size;
+constexpr int max_claim_pool_size = 32;
 /*
  * uidgen.debug_clock_offset: a developer setting, superuser only, that moves
  * the clock every uidgen process reads (PgClock::now_ms) by that many

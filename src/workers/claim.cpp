@@ -15,6 +15,7 @@
 #include "pg/spi.hpp"
 #include "registry/lease_table.hpp"
 #include "workers/claim_committer.hpp"
+#include "workers/claim_pool.hpp"
 #include "workers/leased_claim.hpp"
 #include "workers/worker_lock.hpp"
 
@@ -30,6 +31,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <optional>
 
 namespace uidgen::pg {
 
@@ -171,9 +173,14 @@ claim_new_worker(ClaimCommit commit)
 		bool apart = commit == ClaimCommit::Apart && !leased;
 		bool locked_here = apart && relation_locked_here(relid, RowShareLock);
 		LeaseId lease{};
-		Claim claim = leased ? claim_leased_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse,
-												   &lease)
-							 : claim_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse);
+		/* A claim the pool committed ahead needs no committer (claim_pool.hpp). */
+		std::optional<Claim> pooled;
+		if (apart && !locked_here && worker_reuse)
+			pooled = take_pooled_worker(relid, claimant.identity);
+		Claim claim = pooled ? *pooled
+				: leased ? claim_leased_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse,
+											   &lease)
+						 : claim_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse);
 		/*
 		 * A worker from the blocks takes no id from the sequence that says a
 		 * worker was ever claimed here; a leased claim that rolls back would
@@ -192,7 +199,10 @@ claim_new_worker(ClaimCommit commit)
 		bool committed = false;
 		if (apart && claim.row_decides)
 		{
-			committed = !locked_here && commit_claim_apart(claim.worker);
+			committed = pooled.has_value() || (!locked_here && commit_claim_apart(claim.worker));
+			/* So that the next session that reuses a worker finds one committed ahead. */
+			if (!pooled && worker_reuse)
+				wake_claim_pool();
 			if (!committed)
 				claim = claim_without_committer(layout, claimant, relid, claim, now_delta, locked_here);
 		}

@@ -16,6 +16,7 @@ namespace uidgen::pg {
 namespace {
 
 constexpr uint16 advisory_key_kind = 3;
+constexpr uint16 pool_mark_key_kind = 6;
 constexpr LOCKMODE worker_lock_mode = ExclusiveLock;
 
 /*
@@ -74,6 +75,27 @@ advisory_tag(Oid worker_table, int64_t worker)
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, worker_table, static_cast<uint32>(worker), advisory_key_kind);
 	return tag;
+}
+
+LOCKTAG
+pool_mark_tag(Oid worker_table, int64_t worker)
+{
+	LOCKTAG tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, worker_table, static_cast<uint32>(worker), pool_mark_key_kind);
+	return tag;
+}
+
+/* Whether a lock that this backend does not hold is held by another process: taken and given back if free. */
+bool
+held_elsewhere(const LOCKTAG &tag)
+{
+	if (lock_held_by_me(tag, worker_lock_mode))
+		return false;
+	if (lock_acquire_nowait(tag, worker_lock_mode, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, worker_lock_mode, true);
+	return false;
 }
 
 /*
@@ -180,6 +202,38 @@ relock_worker(Oid worker_table, int64_t worker)
 	bool advisory_held = take_if_lost(advisory_tag(worker_table, worker));
 
 	return object_held && advisory_held;
+}
+
+bool
+worker_locked_elsewhere(Oid worker_table, int64_t worker)
+{
+	/*
+	 * The advisory lock alone: a claimant takes it second, so whoever holds it
+	 * holds both, and a look at the object lock would make a claimant that has
+	 * taken only that one fail on the advisory lock while we hold it.
+	 */
+	return held_elsewhere(advisory_tag(worker_table, worker));
+}
+
+bool
+take_pool_mark(Oid worker_table, int64_t worker)
+{
+	return try_take(pool_mark_tag(worker_table, worker), true);
+}
+
+void
+release_pool_mark(Oid worker_table, int64_t worker)
+{
+	release_if_held(pool_mark_tag(worker_table, worker));
+}
+
+bool
+pool_mark_held_elsewhere(Oid worker_table, int64_t worker)
+{
+	LOCKTAG tag = pool_mark_tag(worker_table, worker);
+
+	/* The pool's own marks are held, not free: it never takes its own workers for leaks. */
+	return lock_held_by_me(tag, worker_lock_mode) || held_elsewhere(tag);
 }
 
 const HeldWorker *

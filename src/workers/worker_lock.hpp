@@ -89,6 +89,30 @@ bool relock_worker(Oid worker_table, int64_t worker);
  */
 const HeldWorker *issuing_entry(int64_t worker);
 
+/*
+ * Whether another process holds the worker (its advisory lock): a try that,
+ * when it succeeds, gives the lock back at once.  For the claim pool, which
+ * hands a worker over once a backend holds it (claim_pool.hpp).
+ */
+bool worker_locked_elsewhere(Oid worker_table, int64_t worker);
+
+/*
+ * The pool mark: a third session lock on a worker id, an advisory lock on
+ * (database, worker_node's OID, worker id, 6), held by the claim pool while
+ * the worker's claim is committed in its name and nothing has been issued
+ * under it (claim_pool.hpp).  Taken without waiting; false when another
+ * process holds it.
+ */
+bool take_pool_mark(Oid worker_table, int64_t worker);
+void release_pool_mark(Oid worker_table, int64_t worker);
+
+/*
+ * Whether another process holds the worker's pool mark: a try that gives
+ * the mark back at once when it succeeds.  A worker whose row reads active
+ * and whose two locks are free is a leak only when this is false.
+ */
+bool pool_mark_held_elsewhere(Oid worker_table, int64_t worker);
+
 /* The workers this backend holds, in no particular order. */
 int held_worker_count();
 const HeldWorker &held_worker(int index);

@@ -438,8 +438,12 @@ release_dead_workers(Oid worker_table, const char *identity, int64_t until_delta
 	{
 		if (ids[i] < 0 || ids[i] > max_lockable_worker || !try_lock_worker(worker_table, ids[i]))
 			continue;
-		/* Locked by us now, so its holder is gone; unless it changed, release it. */
-		if (is_active(ids[i]))
+		/*
+		 * Locked by us now, so its holder is gone, unless the claim pool holds
+		 * its mark (a claim committed ahead for a backend, claim_pool.hpp);
+		 * unless it changed, release it.
+		 */
+		if (!pool_mark_held_elsewhere(worker_table, ids[i]) && is_active(ids[i]))
 		{
 			write_leaked_release(ids[i], until_delta);
 			released++;
