@@ -215,6 +215,14 @@ claim_new_worker(ClaimCommit commit)
 		 * prepared transaction would hold them).
 		 */
 		bool settled = committed && !relation_locked_here(relid, RowExclusiveLock);
+		/*
+		 * A pooled worker's row names the pool: it names this backend once
+		 * this transaction commits, for whoever reads who holds what.  Not
+		 * for safety (the claim is committed, and settled stays as it is);
+		 * a read-only transaction leaves the pool's name.
+		 */
+		if (pooled && !XactReadOnly)
+			write_claim(claim.worker, claimant.identity);
 		return Registration{relid, layout, claim, leased, joins, lease, settled};
 	});
 

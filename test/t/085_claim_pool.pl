@@ -74,10 +74,15 @@ my %pooled = map { $_ => 1 } split /\n/, $node->safe_psql('churn',
 	"SELECT id FROM uidgen.worker_node WHERE status = 'active' AND application_name = 'uidgen claim pool'");
 
 my $s = $node->background_psql('churn');
+$s->query_safe('BEGIN');
 my $worker = $s->query_safe('SELECT uid_current_worker() FROM (SELECT uid_next()) x');
 ok($pooled{$worker}, "the next session took pooled worker $worker");
 is($node->safe_psql('churn', "SELECT status, pid = $pool FROM uidgen.worker_node WHERE id = $worker"), 'active|t',
-	'its row is the pool\'s committed claim: the session wrote nothing to register');
+	'its row is the pool\'s committed claim while the session\'s transaction is open');
+$s->query_safe('COMMIT');
+is($node->safe_psql('churn', "SELECT status, pid = " . $s->query_safe('SELECT pg_backend_pid()')
+	  . " FROM uidgen.worker_node WHERE id = $worker"), 'active|t',
+	'once the session committed, the row names it');
 is($node->safe_psql('churn', "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 6 "
 	  . "AND objid = $worker AND granted"), 0, 'the pool let go of the worker\'s mark when it handed it over');
 $s->quit;
@@ -114,16 +119,23 @@ my $a_pid = $a->query_safe('SELECT pg_backend_pid()');
 is($node->safe_psql('leak', "SELECT application_name FROM uidgen.worker_node WHERE id = $a_worker"),
 	'uidgen claim pool', "session A issues under pooled worker $a_worker");
 
-# A dies without its exit release: its worker's row is locked at its exit,
-# and an exiting backend never waits.
-my $locker = $node->background_psql('leak');
-$locker->query_safe('BEGIN');
-$locker->query_safe("SELECT FROM uidgen.worker_node WHERE id = $a_worker FOR UPDATE");
+# A dies without its exit release: a session waits to lock the worker table
+# (SHARE, which the release's RowExclusiveLock conflicts with) behind A's
+# transaction, and gets it as A's exit aborts that transaction, before the
+# release tries, without waiting, to lock the table.
+my ($lock_out, $lock_err) = ('', '');
+my $locker = IPC::Run::start(
+	[ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('leak') ],
+	'<', \"BEGIN;\nLOCK TABLE uidgen.worker_node IN SHARE MODE;\nSELECT pg_sleep(600);\n",
+	'>', \$lock_out, '2>', \$lock_err);
+$node->poll_query_until('leak', "SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'uidgen.worker_node'::regclass "
+	  . "AND mode = 'ShareLock' AND NOT granted)")
+  or die "the locker did not queue: $lock_err";
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($a_pid)");
 $node->poll_query_until('postgres', "SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $a_pid)")
   or die 'session A did not end';
-$locker->query_safe('COMMIT');
-$locker->quit;
+$node->safe_psql('postgres', "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(600);'");
+$locker->finish;
 eval { $a->quit };
 is($node->safe_psql('leak', "SELECT status, application_name FROM uidgen.worker_node WHERE id = $a_worker"),
 	'active|uidgen claim pool', 'A left its worker active, as the pool claimed it: a leak');
