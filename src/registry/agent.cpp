@@ -11,10 +11,11 @@
  * (lease_table.hpp).  Nothing here throws: the code is C-like, and a failure is
  * recorded for the backends that wait, then retried.
  *
- * libpq is used without blocking: every wait for the registry is a
- * WaitLatchOrSocket() bounded by a timeout, in which SIGTERM (a fast
- * shutdown) and the postmaster's death are noticed, so that a registry that
- * stops answering never holds up this server.  Every reply is checked (rows,
+ * libpq is used without blocking: host names are resolved apart
+ * (registry_hosts.hpp), and every wait, for the registry or the resolver, is
+ * a WaitLatchOrSocket() bounded by a timeout, in which SIGTERM (a fast
+ * shutdown) and the postmaster's death are noticed, so that a registry or a
+ * resolver that stops answering never holds up this server.  Every reply is checked (rows,
  * columns, NULLs, integers parsed strictly, values in range) before it is
  * used: anything else is a protocol violation (08P01), recorded like any
  * other failure.
@@ -25,6 +26,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/registry_hosts.hpp"
 #include "registry/registry_pin.hpp"
 
 extern "C" {
@@ -237,21 +239,7 @@ disconnect()
 bool
 wait_for_socket(int events, int64_t deadline)
 {
-	for (;;)
-	{
-		int64_t left = deadline - monotonic_ms();
-
-		CHECK_FOR_INTERRUPTS();
-		if (left <= 0)
-			return false;
-		int rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | events, PQsocket(conn),
-								   left, PG_WAIT_EXTENSION);
-
-		if (rc & WL_LATCH_SET)
-			ResetLatch(MyLatch);
-		if (rc & (WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE))
-			return true;
-	}
+	return wait_for_fd(PQsocket(conn), events, deadline);
 }
 
 void
@@ -264,26 +252,56 @@ connect_failed(const char *reason)
 	set_status(AgentStatus::Failed, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, message);
 }
 
-/* Connects to the registry of conninfo without blocking, within connect_timeout_ms. */
+/*
+ * Connects to the registry of conninfo without blocking, within
+ * connect_timeout_ms: the host names resolved apart first (registry_hosts.hpp).
+ */
 bool
 connect_to_registry(const char *conninfo)
 {
-	/*
-	 * Earlier keywords give way to the connection string's, later ones win
-	 * over it.  synchronous_commit is on whatever the registry's default: a
-	 * lease must be durable (on a synchronous standby too, where the
-	 * registry has one) before any ID is issued under it.
-	 */
-	const char *keywords[] = {"connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count",
-							  "tcp_user_timeout", "dbname", "application_name", "options", nullptr};
-	const char *values[] = {"5", "10", "5", "3", "15000", conninfo, "uidgen registry agent",
-							"-c statement_timeout=5000 -c lock_timeout=2000 "
-							"-c idle_in_transaction_session_timeout=10000 -c search_path=pg_catalog "
-							"-c synchronous_commit=on",
-							nullptr};
 	int64_t deadline = monotonic_ms() + connect_timeout_ms;
+	RegistryHosts hosts;
+	char reason[256];
 
 	set_status(AgentStatus::Connecting, 0, nullptr);
+	if (!resolve_registry_hosts(conninfo, deadline, &hosts, reason, sizeof(reason)))
+	{
+		connect_failed(reason);
+		return false;
+	}
+
+	/*
+	 * Earlier keywords give way to the connection string's, later ones win
+	 * over it: the addresses resolved here, with their names.
+	 * synchronous_commit is on whatever the registry's default: a lease must
+	 * be durable (on a synchronous standby too, where the registry has one)
+	 * before any ID is issued under it.
+	 */
+	const char *keywords[12];
+	const char *values[12];
+	int n = 0;
+	auto add = [&keywords, &values, &n](const char *keyword, const char *value) {
+		keywords[n] = keyword;
+		values[n++] = value;
+	};
+	add("connect_timeout", "5");
+	add("keepalives_idle", "10");
+	add("keepalives_interval", "5");
+	add("keepalives_count", "3");
+	add("tcp_user_timeout", "15000");
+	add("dbname", conninfo);
+	if (hosts.host != nullptr)
+	{
+		add("host", hosts.host);
+		add("hostaddr", hosts.hostaddr);
+		if (hosts.port != nullptr)
+			add("port", hosts.port);
+	}
+	add("application_name", "uidgen registry agent");
+	add("options", "-c statement_timeout=5000 -c lock_timeout=2000 -c idle_in_transaction_session_timeout=10000 "
+				   "-c search_path=pg_catalog -c synchronous_commit=on");
+	add(nullptr, nullptr);
+
 	conn = PQconnectStartParams(keywords, values, 1);
 	if (conn == nullptr)
 	{
@@ -308,8 +326,6 @@ connect_to_registry(const char *conninfo)
 		}
 		if (!wait_for_socket(polled == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE, deadline))
 		{
-			char reason[64];
-
 			snprintf(reason, sizeof(reason), "no answer within %lld ms", static_cast<long long>(connect_timeout_ms));
 			connect_failed(reason);
 			return false;
