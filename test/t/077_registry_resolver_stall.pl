@@ -60,7 +60,14 @@ cmp_ok($took, '<', 10, sprintf('the fast shutdown took %.1f s', $took));
 if ($ret != 0)
 {
 	# Whatever still runs of the member goes, for the teardown's sake.
-	kill 'KILL', $postmaster, grep { /\d/ } split(/\s+/, `ps -o pid= --ppid $postmaster`);
+	my @pids = ($postmaster, grep { /\d/ } split(/\s+/, `ps -o pid= --ppid $postmaster`));
+	kill 'KILL', @pids;
+	for (1 .. 100)
+	{
+		last unless grep { kill 0, $_ } @pids;
+		select(undef, undef, undef, 0.1);
+	}
+	unlink $member->data_dir . '/postmaster.pid';
 }
 $member->_update_pid(0);
 
