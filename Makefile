@@ -65,7 +65,7 @@ override PG_CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-register -fno-strict-alias
 # make WERROR=1 (what make test does) turns every warning into an error.
 WARNINGS_AS_ERRORS = $(if $(WERROR),-Werror)
 override PG_CXXFLAGS += $(WARNINGS_AS_ERRORS)
-SHLIB_LINK += -lstdc++
+SHLIB_LINK += -lstdc++ -pthread
 # The registry agent (src/registry/agent.cpp) reaches the registry with
 # libpq, as dblink and postgres_fdw do.
 override PG_CPPFLAGS += -isystem $(shell $(PG_CONFIG) --includedir 2>/dev/null)
@@ -108,6 +108,12 @@ build/uidgen_load: $(LOAD_SOURCES) $(wildcard test/load/*.hpp)
 	@mkdir -p build
 	$(CXX) -std=c++17 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O2 -g -I$(shell $(PG_CONFIG) --includedir 2>/dev/null) -o $@ $(LOAD_SOURCES) \
 		-L$(LOAD_LIBDIR) -Wl,-rpath,$(LOAD_LIBDIR) -lpq -lpthread
+
+# A getaddrinfo() that never answers for one name, preloaded into a server
+# by test 077 (test/shim/stall_getaddrinfo.c).
+build/stall_getaddrinfo.so: test/shim/stall_getaddrinfo.c
+	@mkdir -p build
+	$(CC) -std=gnu99 -Wall -Wextra $(WARNINGS_AS_ERRORS) -O2 -shared -fPIC -o $@ $< -ldl
 
 # The nemesis' load client (docs/nemesis.md), against the same libpq.
 build/nemesis_client: test/nemesis/client.cpp

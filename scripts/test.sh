@@ -64,8 +64,9 @@ log "$("$PG_CONFIG" --version) (a relocated copy of $(dirname "$source_config"))
 [ -z "${PARTMAN_INSTALL:-}" ] || log "with pg_partman from $PARTMAN_INSTALL"
 [ -z "$busy_pid" ] || log "stress: a busy loop keeps one core occupied (pid $busy_pid)"
 log "building"
-build_and_install "$bindir" "$scratch/build.log" build/unit_tests build/uidgen_load
+build_and_install "$bindir" "$scratch/build.log" build/unit_tests build/uidgen_load build/stall_getaddrinfo.so
 export UIDGEN_LOAD=$top/build/uidgen_load
+export UIDGEN_STALL_SHIM=$top/build/stall_getaddrinfo.so
 log "built in $((SECONDS - started)) s"
 
 # ---- the jobs ---------------------------------------------------------------

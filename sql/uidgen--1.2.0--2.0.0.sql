@@ -720,7 +720,7 @@ GRANT SELECT ON uidgen.server_lives TO PUBLIC;
 CREATE FUNCTION uidgen.registry_status_rows(
 	OUT life uuid, OUT registry text, OUT agent_status text, OUT error text, OUT block bigint,
 	OUT first_worker bigint, OUT last_worker bigint, OUT floor_delta bigint, OUT lease_left_ms bigint,
-	OUT workers_granted int)
+	OUT workers_granted int, OUT pending_registry text, OUT pending_error text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'registry_status_rows'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;

@@ -11,10 +11,11 @@
  * (lease_table.hpp).  Nothing here throws: the code is C-like, and a failure is
  * recorded for the backends that wait, then retried.
  *
- * libpq is used without blocking: every wait for the registry is a
- * WaitLatchOrSocket() bounded by a timeout, in which SIGTERM (a fast
- * shutdown) and the postmaster's death are noticed, so that a registry that
- * stops answering never holds up this server.  Every reply is checked (rows,
+ * libpq is used without blocking: host names are resolved apart
+ * (registry_hosts.hpp), and every wait, for the registry or the resolver, is
+ * a WaitLatchOrSocket() bounded by a timeout, in which SIGTERM (a fast
+ * shutdown) and the postmaster's death are noticed, so that a registry or a
+ * resolver that stops answering never holds up this server.  Every reply is checked (rows,
  * columns, NULLs, integers parsed strictly, values in range) before it is
  * used: anything else is a protocol violation (08P01), recorded like any
  * other failure.
@@ -25,6 +26,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/registry_hosts.hpp"
 #include "registry/registry_pin.hpp"
 
 extern "C" {
@@ -72,8 +74,29 @@ constexpr int64_t call_timeout_ms = 10000;
 uint64 current_attempt = 0;
 
 PGconn *conn = nullptr;
-/* The uidgen.registry value conn was opened with. */
+/* The uidgen.registry value conn was opened with (or is opened with next). */
 char *connected_to = nullptr;
+
+/*
+ * A new uidgen.registry value, while conn's reaches the registry this server
+ * life pinned: the agent keeps conn, and its leases, until the new value has
+ * reached a registry.  The same identity there is the same registry under
+ * another spelling (new credentials, a passfile, options, a host alias): the
+ * agent switches to it and keeps everything.  Another identity is another
+ * registry.  A value that fails changes nothing but pending_error.
+ */
+char *pending = nullptr;
+int64_t pending_due_mono = 0;	/* when to try it again */
+constexpr int64_t pending_retry_ms = 5000;
+/* While the agent tries the pending value: set_status() records its failures as pending_error. */
+bool probing = false;
+
+/*
+ * A new agent process whose uidgen.registry differs from its predecessor's
+ * (lease_table.hpp, registry): another identity there is another registry,
+ * not a registry created again under the same name.
+ */
+bool text_changed_since_pin = false;
 
 /*
  * Leases are renewed once a sixth of their length has passed, so that an
@@ -119,6 +142,17 @@ set_status(AgentStatus status, int sqlstate, const char *error)
 {
 	LeaseTable *state = lease_table();
 
+	/* The value in use is not concerned: only its failure is noted, as the pending value's. */
+	if (probing)
+	{
+		if (status != AgentStatus::Failed)
+			return;
+		LWLockAcquire(&state->lock, LW_EXCLUSIVE);
+		strlcpy(state->pending_error, error != nullptr ? error : "", sizeof(state->pending_error));
+		LWLockRelease(&state->lock);
+		ereport(LOG, (errmsg("uidgen registry agent: the new uidgen.registry does not reach a registry yet: %s", error)));
+		return;
+	}
 	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	state->status = status;
 	state->status_attempt = current_attempt;
@@ -205,21 +239,7 @@ disconnect()
 bool
 wait_for_socket(int events, int64_t deadline)
 {
-	for (;;)
-	{
-		int64_t left = deadline - monotonic_ms();
-
-		CHECK_FOR_INTERRUPTS();
-		if (left <= 0)
-			return false;
-		int rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | events, PQsocket(conn),
-								   left, PG_WAIT_EXTENSION);
-
-		if (rc & WL_LATCH_SET)
-			ResetLatch(MyLatch);
-		if (rc & (WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE))
-			return true;
-	}
+	return wait_for_fd(PQsocket(conn), events, deadline);
 }
 
 void
@@ -232,26 +252,56 @@ connect_failed(const char *reason)
 	set_status(AgentStatus::Failed, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, message);
 }
 
-/* Connects without blocking, within connect_timeout_ms. */
+/*
+ * Connects to the registry of conninfo without blocking, within
+ * connect_timeout_ms: the host names resolved apart first (registry_hosts.hpp).
+ */
 bool
-connect_to_registry()
+connect_to_registry(const char *conninfo)
 {
-	/*
-	 * Earlier keywords give way to the connection string's, later ones win
-	 * over it.  synchronous_commit is on whatever the registry's default: a
-	 * lease must be durable (on a synchronous standby too, where the
-	 * registry has one) before any ID is issued under it.
-	 */
-	const char *keywords[] = {"connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count",
-							  "tcp_user_timeout", "dbname", "application_name", "options", nullptr};
-	const char *values[] = {"5", "10", "5", "3", "15000", registry_setting, "uidgen registry agent",
-							"-c statement_timeout=5000 -c lock_timeout=2000 "
-							"-c idle_in_transaction_session_timeout=10000 -c search_path=pg_catalog "
-							"-c synchronous_commit=on",
-							nullptr};
 	int64_t deadline = monotonic_ms() + connect_timeout_ms;
+	RegistryHosts hosts;
+	char reason[256];
 
 	set_status(AgentStatus::Connecting, 0, nullptr);
+	if (!resolve_registry_hosts(conninfo, deadline, &hosts, reason, sizeof(reason)))
+	{
+		connect_failed(reason);
+		return false;
+	}
+
+	/*
+	 * Earlier keywords give way to the connection string's, later ones win
+	 * over it: the addresses resolved here, with their names.
+	 * synchronous_commit is on whatever the registry's default: a lease must
+	 * be durable (on a synchronous standby too, where the registry has one)
+	 * before any ID is issued under it.
+	 */
+	const char *keywords[12];
+	const char *values[12];
+	int n = 0;
+	auto add = [&keywords, &values, &n](const char *keyword, const char *value) {
+		keywords[n] = keyword;
+		values[n++] = value;
+	};
+	add("connect_timeout", "5");
+	add("keepalives_idle", "10");
+	add("keepalives_interval", "5");
+	add("keepalives_count", "3");
+	add("tcp_user_timeout", "15000");
+	add("dbname", conninfo);
+	if (hosts.host != nullptr)
+	{
+		add("host", hosts.host);
+		add("hostaddr", hosts.hostaddr);
+		if (hosts.port != nullptr)
+			add("port", hosts.port);
+	}
+	add("application_name", "uidgen registry agent");
+	add("options", "-c statement_timeout=5000 -c lock_timeout=2000 -c idle_in_transaction_session_timeout=10000 "
+				   "-c search_path=pg_catalog -c synchronous_commit=on");
+	add(nullptr, nullptr);
+
 	conn = PQconnectStartParams(keywords, values, 1);
 	if (conn == nullptr)
 	{
@@ -276,8 +326,6 @@ connect_to_registry()
 		}
 		if (!wait_for_socket(polled == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE, deadline))
 		{
-			char reason[64];
-
 			snprintf(reason, sizeof(reason), "no answer within %lld ms", static_cast<long long>(connect_timeout_ms));
 			connect_failed(reason);
 			return false;
@@ -596,14 +644,16 @@ fetch_rules()
 }
 
 /*
- * Reads which registry this is (uidgen.registry_identity()) and refuses to
- * go on at another than the one this server life pinned: created again,
- * rebuilt, or another database behind the same connection string, it knows
- * nothing of the leases this server holds.  The first identity under a
- * uidgen.registry setting is pinned (registry_pin.hpp).
+ * Reads which registry this is (uidgen.registry_identity()) on conn.
+ *
+ * check_identity() refuses to go on at another than the one this server
+ * life pinned: created again, rebuilt, or another database behind the same
+ * connection string, it knows nothing of the leases this server holds.  The
+ * first identity under a uidgen.registry setting is pinned
+ * (registry_pin.hpp).
  */
 bool
-check_identity()
+read_identity(pg_uuid_t *seen)
 {
 	const char *what = "reading the registry's identity";
 	PGresult *r = call(what, "SELECT registry_id FROM uidgen.registry_identity()", 0, nullptr);
@@ -618,10 +668,8 @@ check_identity()
 		return false;
 	}
 
-	pg_uuid_t seen;
-	pg_uuid_t pinned;
 	const char *text = PQgetvalue(r, 0, 0);
-	if (!parse_uuid_text(text, &seen))
+	if (!parse_uuid_text(text, seen))
 	{
 		char problem[128];
 
@@ -630,7 +678,24 @@ check_identity()
 		return false;
 	}
 	PQclear(r);
+	return true;
+}
 
+bool
+check_identity()
+{
+	pg_uuid_t seen;
+	pg_uuid_t pinned;
+
+	if (!read_identity(&seen))
+		return false;
+	/* Another registry under another uidgen.registry: as in adopt_pending(). */
+	if (text_changed_since_pin && pinned_registry(&pinned) && memcmp(pinned.data, seen.data, UUID_LEN) != 0)
+	{
+		forget_blocks();
+		unpin_registry();
+	}
+	text_changed_since_pin = false;
 	if (!note_registry_identity(seen, current_attempt, &pinned))
 	{
 		char message[error_text_size];
@@ -966,7 +1031,7 @@ work(LeaseTable *state)
 
 	if (conn != nullptr && PQstatus(conn) != CONNECTION_OK)
 		disconnect();
-	if (conn == nullptr && !connect_to_registry())
+	if (conn == nullptr && !connect_to_registry(connected_to))
 		return;
 	/* Before the rules: a registration that finds rules finds the registry pinned too. */
 	if (!check_identity())
@@ -995,6 +1060,180 @@ work(LeaseTable *state)
 	set_status(AgentStatus::Ready, 0, nullptr);
 }
 
+/* Publishes the value the agent works with, and the pending one (empty for none), without secrets. */
+void
+publish_registry()
+{
+	LeaseTable *state = lease_table();
+	char registry[registry_text_size];
+	char waiting[registry_text_size];
+
+	describe_registry(connected_to, registry, sizeof(registry));
+	waiting[0] = '\0';
+	if (pending != nullptr)
+		describe_registry(pending, waiting, sizeof(waiting));
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
+	strlcpy(state->registry, registry, sizeof(state->registry));
+	strlcpy(state->pending_registry, waiting, sizeof(state->pending_registry));
+	if (pending == nullptr)
+		state->pending_error[0] = '\0';
+	LWLockRelease(&state->lock);
+}
+
+void
+set_pending(const char *value)
+{
+	if (pending != nullptr)
+		pfree(pending);
+	pending = value != nullptr ? MemoryContextStrdup(TopMemoryContext, value) : nullptr;
+	pending_due_mono = monotonic_ms();
+	if (value != nullptr)
+	{
+		LeaseTable *state = lease_table();
+
+		LWLockAcquire(&state->lock, LW_EXCLUSIVE);
+		state->pending_error[0] = '\0';
+		LWLockRelease(&state->lock);
+	}
+	publish_registry();
+}
+
+/*
+ * Connects with the pending value and reads the registry's identity there:
+ * the connection, or nullptr with the failure noted as pending_error.  conn
+ * is left as it is.
+ */
+PGconn *
+probe_pending(pg_uuid_t *seen)
+{
+	PGconn *kept = conn;
+
+	conn = nullptr;
+	probing = true;
+	bool reached = connect_to_registry(pending) && read_identity(seen);
+	PGconn *candidate = reached ? conn : nullptr;
+	if (!reached)
+		disconnect();
+	conn = kept;
+	probing = false;
+	return candidate;
+}
+
+/*
+ * Works with the pending value from now on, over candidate, a connection
+ * that reached registry seen.  The registry pinned under another spelling:
+ * every block, grant and rule stays.  Another registry: they mean nothing
+ * there, and the next identity read pins it (as for a new value before an
+ * identity was pinned).
+ */
+void
+adopt_pending(PGconn *candidate, const pg_uuid_t &seen)
+{
+	pg_uuid_t pinned;
+	bool same = pinned_registry(&pinned) && memcmp(pinned.data, seen.data, UUID_LEN) == 0;
+	char seen_text[UUID_LEN * 2 + 5];
+
+	disconnect();
+	conn = candidate;
+	if (!same)
+	{
+		forget_blocks();
+		unpin_registry();
+	}
+	pfree(connected_to);
+	connected_to = pending;
+	pending = nullptr;
+	publish_registry();
+	uuid_text(seen, seen_text);
+	ereport(LOG,
+			(errmsg("uidgen registry agent: works with the new uidgen.registry from now on, %s registry %s",
+					same ? "the same" : "another", seen_text)));
+}
+
+/*
+ * At a change of uidgen.registry.  None, or a first one, or one before any
+ * identity was read: the blocks (if any) go, as before.  Otherwise the new
+ * value is pending: tried at once, and every pending_retry_ms while it
+ * fails (at every round while conn is down), the agent goes on meanwhile.
+ */
+void
+follow_setting(LeaseTable *state)
+{
+	const char *setting = registry_setting != nullptr ? registry_setting : "";
+	pg_uuid_t pinned;
+
+	if (connected_to == nullptr)
+	{
+		/*
+		 * A new agent process of the same server life resumes its
+		 * predecessor's grants: they live in shared memory, and its
+		 * predecessor's holders issue under them still (lease_table.hpp).
+		 * Under another value than its predecessor's, another identity is
+		 * another registry (check_identity()).
+		 */
+		char registry[registry_text_size];
+		char worked_for[registry_text_size];
+
+		describe_registry(setting, registry, sizeof(registry));
+		LWLockAcquire(&state->lock, LW_SHARED);
+		memcpy(worked_for, state->registry, sizeof(worked_for));
+		LWLockRelease(&state->lock);
+		if (registry_configured() && pinned_registry(&pinned))
+			text_changed_since_pin = strcmp(worked_for, registry) != 0;
+		else
+		{
+			forget_blocks();
+			unpin_registry();
+		}
+		connected_to = MemoryContextStrdup(TopMemoryContext, setting);
+		set_pending(nullptr);
+		set_status(registry_configured() ? AgentStatus::Connecting : AgentStatus::Off, 0, nullptr);
+		return;
+	}
+	if (strcmp(connected_to, setting) == 0)
+	{
+		if (pending != nullptr)
+			set_pending(nullptr);	/* back to the value in use */
+		return;
+	}
+	if (!registry_configured() || connected_to[0] == '\0' || !pinned_registry(&pinned))
+	{
+		disconnect();
+		forget_blocks();
+		unpin_registry();
+		text_changed_since_pin = false;
+		pfree(connected_to);
+		connected_to = MemoryContextStrdup(TopMemoryContext, setting);
+		set_pending(nullptr);
+		set_status(registry_configured() ? AgentStatus::Connecting : AgentStatus::Off, 0, nullptr);
+		return;
+	}
+	if (pending == nullptr || strcmp(pending, setting) != 0)
+		set_pending(setting);
+
+	bool conn_down = conn == nullptr || PQstatus(conn) != CONNECTION_OK;
+	if (!conn_down && monotonic_ms() < pending_due_mono)
+		return;
+	pending_due_mono = monotonic_ms() + pending_retry_ms;
+
+	pg_uuid_t seen;
+	PGconn *candidate = probe_pending(&seen);
+	if (candidate != nullptr)
+		adopt_pending(candidate, seen);
+}
+
+/* Runs step(state) in a memory context of its own, deleted after it. */
+void
+in_own_context(void (*step)(LeaseTable *), LeaseTable *state)
+{
+	MemoryContext own = AllocSetContextCreate(CurrentMemoryContext, "uidgen agent round", ALLOCSET_DEFAULT_SIZES);
+	MemoryContext previous = MemoryContextSwitchTo(own);
+
+	step(state);
+	MemoryContextSwitchTo(previous);
+	MemoryContextDelete(own);
+}
+
 void
 agent_loop()
 {
@@ -1008,50 +1247,9 @@ agent_loop()
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		/*
-		 * Another registry, or none: the blocks of the old one mean nothing
-		 * to the new.  A new agent process of the same server life, for the
-		 * registry its predecessor worked for, resumes its grants instead:
-		 * they live in shared memory, and its predecessor's holders issue
-		 * under them still (lease_table.hpp).
-		 */
-		if (connected_to == nullptr || strcmp(connected_to, registry_setting ? registry_setting : "") != 0)
-		{
-			char registry[registry_text_size];
-			describe_registry(registry_setting ? registry_setting : "", registry, sizeof(registry));
-
-			char worked_for[registry_text_size];
-			LWLockAcquire(&state->lock, LW_SHARED);
-			memcpy(worked_for, state->registry, sizeof(worked_for));
-			LWLockRelease(&state->lock);
-			bool resumed = connected_to == nullptr && registry_configured() && strcmp(worked_for, registry) == 0;
-
-			disconnect();
-			if (!resumed)
-			{
-				forget_blocks();
-				unpin_registry();
-			}
-			if (connected_to != nullptr)
-				pfree(connected_to);
-			connected_to = MemoryContextStrdup(TopMemoryContext, registry_setting ? registry_setting : "");
-
-			LWLockAcquire(&state->lock, LW_EXCLUSIVE);
-			strlcpy(state->registry, registry, sizeof(state->registry));
-			LWLockRelease(&state->lock);
-			set_status(registry_configured() ? AgentStatus::Connecting : AgentStatus::Off, 0, nullptr);
-		}
-
+		in_own_context(follow_setting, state);
 		if (registry_configured())
-		{
-			MemoryContext round = AllocSetContextCreate(CurrentMemoryContext, "uidgen agent round",
-														ALLOCSET_DEFAULT_SIZES);
-			MemoryContext previous = MemoryContextSwitchTo(round);
-
-			work(state);
-			MemoryContextSwitchTo(previous);
-			MemoryContextDelete(round);
-		}
+			in_own_context(work, state);
 
 		/* A registration that found only an older failure waits for the next attempt: no pause then. */
 		LWLockAcquire(&state->lock, LW_SHARED);

@@ -147,6 +147,13 @@ struct LeaseTable
 	uint64 status_attempt;
 	uint64 attempt_wanted;
 	char registry[registry_text_size]; /* the connection string without its secrets */
+	/*
+	 * A new uidgen.registry the agent has not switched to yet, without its
+	 * secrets (empty for none), and why not: the agent goes on with the
+	 * connection it has until the new text reaches a registry (agent.cpp).
+	 */
+	char pending_registry[registry_text_size];
+	char pending_error[error_text_size];
 	bool have_rules;
 	RegistryRules rules;
 	int waiting;				/* registrations waiting for a block */

@@ -52,6 +52,8 @@ struct LeaseTableSnapshot
 	AgentStatus status;
 	char error[error_text_size];
 	char registry[registry_text_size];
+	char pending_registry[registry_text_size];
+	char pending_error[error_text_size];
 	int nblocks;
 	LeasedBlock blocks[max_leased_blocks];
 	int granted[max_leased_blocks];
@@ -66,6 +68,8 @@ take_snapshot(LeaseTable *state, LeaseTableSnapshot *s)
 	s->status = state->status;
 	memcpy(s->error, state->error, sizeof(s->error));
 	memcpy(s->registry, state->registry, sizeof(s->registry));
+	memcpy(s->pending_registry, state->pending_registry, sizeof(s->pending_registry));
+	memcpy(s->pending_error, state->pending_error, sizeof(s->pending_error));
 	s->nblocks = state->nblocks;
 	memcpy(s->blocks, state->blocks, sizeof(LeasedBlock) * state->nblocks);
 	for (int i = 0; i < state->nblocks; i++)
@@ -73,6 +77,8 @@ take_snapshot(LeaseTable *state, LeaseTableSnapshot *s)
 	LWLockRelease(&state->lock);
 	s->error[sizeof(s->error) - 1] = '\0';
 	s->registry[sizeof(s->registry) - 1] = '\0';
+	s->pending_registry[sizeof(s->pending_registry) - 1] = '\0';
+	s->pending_error[sizeof(s->pending_error) - 1] = '\0';
 }
 
 Datum
@@ -89,7 +95,9 @@ uuid_datum(const uint8 *bytes)
 /*
  * registry_status_rows() returns setof record: one row per block this
  * server life leases, or one row with NULL block columns when it has none
- * (or the library is not preloaded: life is NULL then).
+ * (or the library is not preloaded: life is NULL then).  pending_registry
+ * and pending_error: a new uidgen.registry the agent has not switched to
+ * yet, and why.
  */
 UIDGEN_FUNCTION(registry_status_rows)
 {
@@ -99,8 +107,8 @@ UIDGEN_FUNCTION(registry_status_rows)
 		ReturnSetInfo *rs = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
 		LeaseTable *state = lease_table();
 		LeaseTableSnapshot *s = static_cast<LeaseTableSnapshot *>(palloc0(sizeof(LeaseTableSnapshot)));
-		Datum values[10];
-		bool nulls[10];
+		Datum values[12];
+		bool nulls[12];
 
 		if (state != nullptr)
 			take_snapshot(state, s);
@@ -132,6 +140,10 @@ UIDGEN_FUNCTION(registry_status_rows)
 				for (int c = 4; c < 10; c++)
 					nulls[c] = true;
 			}
+			values[10] = CStringGetTextDatum(s->pending_registry);
+			nulls[10] = s->pending_registry[0] == '\0';
+			values[11] = CStringGetTextDatum(s->pending_error);
+			nulls[11] = s->pending_error[0] == '\0';
 			tuplestore_putvalues(rs->setResult, rs->setDesc, values, nulls);
 		}
 	});

@@ -201,26 +201,32 @@ joined_floor(const char *registry, const char *pinned)
 	Oid types[1] = {TEXTOID};
 	Datum values[1] = {CStringGetTextDatum(registry)};
 
-	if (spi_run("SELECT join_floor, registry_id::text FROM uidgen.membership WHERE registry = $1", 1, types, values,
+	if (spi_run("SELECT join_floor, registry_id::text, registry = $1 FROM uidgen.membership", 1, types, values,
 				Visibility::Latest, SPI_OK_SELECT) == 0)
 		return std::nullopt;
 
 	int64_t joined = spi_int64(0, 0);
 	char *joined_id = spi_text(0, 1);
+	bool same_name = spi_bool(0, 2);
 
+	/* The registry is known by its identity: under another spelling of uidgen.registry too. */
+	if (strcmp(joined_id, pinned) == 0)
+		return joined;
+	/* Another registry under another name: the database joins it anew. */
+	if (!same_name)
+		return std::nullopt;
 	/* Another registry behind the same name knows nothing of this database's workers. */
-	if (strcmp(joined_id, pinned) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION),
-				 errmsg("database \"%s\" joined uidgen registry %s, but \"%s\" is registry %s",
-						get_database_name(MyDatabaseId), joined_id, registry, pinned),
-				 errdetail("The registry was created again, rebuilt or replaced since this database joined it, "
-						   "and knows nothing of the workers this database was leased; this database takes no "
-						   "worker from it."),
-				 errhint("To move this database to that registry on purpose, run SELECT uid_registry_move() "
-						 "in it, as in every member database; otherwise set uidgen.registry to the registry "
-						 "it joined.")));
-	return joined;
+	ereport(ERROR,
+			(errcode(ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION),
+			 errmsg("database \"%s\" joined uidgen registry %s, but \"%s\" is registry %s",
+					get_database_name(MyDatabaseId), joined_id, registry, pinned),
+			 errdetail("The registry was created again, rebuilt or replaced since this database joined it, "
+					   "and knows nothing of the workers this database was leased; this database takes no "
+					   "worker from it."),
+			 errhint("To move this database to that registry on purpose, run SELECT uid_registry_move() "
+					 "in it, as in every member database; otherwise set uidgen.registry to the registry "
+					 "it joined.")));
+	pg_unreachable();
 }
 
 int64_t
@@ -241,7 +247,7 @@ write_join(const char *registry, const char *pinned, const char *identity, Oid w
 				"VALUES ($1, now(), $2, $3::uuid) "
 				"ON CONFLICT (singleton) DO UPDATE SET registry = excluded.registry, joined_at = excluded.joined_at, "
 				"    join_floor = greatest(m.join_floor, excluded.join_floor), registry_id = excluded.registry_id "
-				"    WHERE m.registry <> excluded.registry "
+				"    WHERE m.registry_id <> excluded.registry_id "
 				"RETURNING join_floor",
 				3, types, values, Visibility::Latest, SPI_OK_INSERT_RETURNING) == 0)
 		return joined_floor(registry, pinned).value_or(floor);

@@ -53,10 +53,10 @@ Claim claim_leased_worker(const Layout &layout, const Claimant &claimant, Oid wo
 int64_t floor_above_all_issued(int64_t now_delta, int64_t borrow_units);
 
 /*
- * The floor at which this database joined registry (uidgen.registry's text
- * without secrets), whose identity is pinned (as text); nullopt when it has
- * not joined it.  Errors (08004) when it joined another registry of that
- * name.
+ * The floor at which this database joined the registry of identity pinned
+ * (as text), whatever uidgen.registry's text (registry, without secrets)
+ * was then; nullopt when it has not joined it.  Errors (08004) when it
+ * joined another registry under the name registry.
  */
 std::optional<int64_t> joined_floor(const char *registry, const char *pinned);
 

@@ -174,10 +174,11 @@ ok(!$member->log_contains('terminated by signal'), 'no process of the member die
 $member->safe_psql('postgres', "ALTER SYSTEM SET uidgen.registry = '"
 	. ($registry->connstr('nowhere') . " password=$password sslpassword=$sslpassword") =~ s/'/''/gr . "'");
 $member->reload;
-ok(poll_for($member, 60, q{SELECT coalesce(bool_or(error LIKE '%nowhere%'), false) FROM uidgen.registry_status}),
+ok(poll_for($member, 60, q{SELECT coalesce(bool_or(pending_error LIKE '%nowhere%'), false) FROM uidgen.registry_status}),
 	'a registry that cannot be reached is reported');
 push @messages, psql_error($member, 'postgres', 'SELECT uid_next()');
-push @messages, $member->safe_psql('postgres', 'SELECT registry || coalesce(error, \'\') FROM uidgen.registry_status');
+push @messages, $member->safe_psql('postgres',
+	q{SELECT registry || coalesce(error, '') || coalesce(pending_registry, '') || coalesce(pending_error, '') FROM uidgen.registry_status});
 $member->safe_psql('postgres', 'ALTER SYSTEM RESET uidgen.registry');
 $member->reload;
 

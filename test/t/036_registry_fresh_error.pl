@@ -36,7 +36,10 @@ sub registry_fails
 	my ($db, $error, $app, $label) = @_;
 	$member->safe_psql('postgres', "ALTER SYSTEM SET uidgen.registry = '" . ($registry->connstr($db) =~ s/'/''/gr) . "'");
 	$member->reload;
-	ok(poll_for($member, 60, "SELECT coalesce(bool_or(error LIKE '$error'), false) FROM uidgen.registry_status"),
+	# The new value is reported as pending while the agent goes on with the
+	# registry it reaches, or as the error when it has none.
+	ok(poll_for($member, 60,
+			"SELECT coalesce(bool_or(coalesce(pending_error, error) LIKE '$error'), false) FROM uidgen.registry_status"),
 		$label);
 	$member->safe_psql('postgres', "CREATE DATABASE $app");
 	$member->safe_psql($app, 'CREATE EXTENSION uidgen');
@@ -50,6 +53,12 @@ is($ret, 0, 'right after uidgen is created there, the first uid_next() succeeds'
 
 # ---- a failure that lasts is still reported, promptly -------------------------
 
+# From a server without a registry: a new value that fails beside one that
+# works fails nothing (test 076).
+$member->safe_psql('postgres', "ALTER SYSTEM SET uidgen.registry = ''");
+$member->reload;
+$member->poll_query_until('postgres', q{SELECT bool_and(agent_status = 'off') FROM uidgen.registry_status})
+  or die 'the agent did not let the registry go';
 registry_fails('never', '%database "never" does not exist%', 'app2', 'the agent reports another missing registry database');
 $err = psql_error($member, 'app2', 'SELECT uid_next()');
 like($err, qr/ERROR:  08\w\w\w: .*database "never" does not exist/s, 'a registration fails with its own attempt\'s error');

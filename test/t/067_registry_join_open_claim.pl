@@ -127,6 +127,10 @@ is($member->safe_psql('third',
 	'session C issues under a worker from the blocks whose claim row is not committed');
 $member->append_conf('postgresql.conf', join("\n", registry_conf($registry2)) . "\n");
 $member->reload;
+# The agent goes on with the first registry until it has reached the second.
+$member->poll_query_until('third', "SELECT bool_and(registry LIKE '%port=" . $registry2->port
+	  . "%' AND pending_registry IS NULL) FROM uidgen.registry_status")
+  or die 'the agent did not reach the second registry';
 $member->poll_query_until('third', 'SELECT uid_next() IS NOT NULL')
   or die 'database third did not join the second registry';
 my ($floor2, $joined_id) = split /\|/, $member->safe_psql('third', 'SELECT join_floor, registry_id FROM uidgen.membership');
