@@ -124,9 +124,11 @@ is($node->safe_psql('leak', "SELECT application_name FROM uidgen.worker_node WHE
 # transaction, and gets it as A's exit aborts that transaction, before the
 # release tries, without waiting, to lock the table.
 my ($lock_out, $lock_err) = ('', '');
+open my $lock_sql, '>', "$dir/locker.sql" or die "cannot write $dir/locker.sql: $!";
+print $lock_sql "BEGIN;\nLOCK TABLE uidgen.worker_node IN SHARE MODE;\nSELECT pg_sleep(600);\n";
+close $lock_sql;
 my $locker = IPC::Run::start(
-	[ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('leak') ],
-	'<', \"BEGIN;\nLOCK TABLE uidgen.worker_node IN SHARE MODE;\nSELECT pg_sleep(600);\n",
+	[ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('leak'), '-f', "$dir/locker.sql" ],
 	'>', \$lock_out, '2>', \$lock_err);
 $node->poll_query_until('leak', "SELECT EXISTS (SELECT FROM pg_locks WHERE relation = 'uidgen.worker_node'::regclass "
 	  . "AND mode = 'ShareLock' AND NOT granted)")
