@@ -66,6 +66,8 @@ SELECT w.batch, w.clients, c.name AS scheme, c.ord, c.label,
        max(f.ratio_min) FILTER (WHERE f.metric = 'tps') AS tps_ratio_min,
        max(f.ratio_max) FILTER (WHERE f.metric = 'tps') AS tps_ratio_max,
        max(f.value) FILTER (WHERE f.metric = 'rows_per_s') AS rows_per_s,
+       max(f.value) FILTER (WHERE f.metric = 'cpu_us_per_row') AS cpu,
+       max(f.ratio) FILTER (WHERE f.metric = 'cpu_us_per_row') AS cpu_ratio,
        max(f.value) FILTER (WHERE f.metric = 'p50_ms') AS p50,
        max(f.value) FILTER (WHERE f.metric = 'p99_ms') AS p99,
        max(f.ratio) FILTER (WHERE f.metric = 'p99_ms') AS p99_ratio,
@@ -75,6 +77,7 @@ SELECT w.batch, w.clients, c.name AS scheme, c.ord, c.label,
        max(f.ratio) FILTER (WHERE f.metric = 'fpi_per_1000_rows') AS fpi_ratio,
        max(f.value) FILTER (WHERE f.metric = 'checkpoints') AS checkpoints,
        max(f.value) FILTER (WHERE f.metric = 'added_leaf_density') AS added_density,
+       max(f.value) FILTER (WHERE f.metric = 'leaf_pages_added') AS pages_added,
        max(f.value) FILTER (WHERE f.metric = 'index_bytes_per_row') AS index_per_row,
        max(f.ratio) FILTER (WHERE f.metric = 'index_bytes_per_row') AS index_per_row_ratio,
        max(f.rounds) FILTER (WHERE f.metric = 'tps') AS rounds
@@ -85,10 +88,10 @@ SELECT w.batch, w.clients, c.name AS scheme, c.ord, c.label,
 
 \qecho '## Summary'
 \qecho
-\qecho 'Insert throughput (rows/s) as a ratio to identity in the same round, medians over the rounds; WAL, full-page images and the primary key''s size at the end of the run beside it.'
+\qecho 'Insert throughput (rows/s) as a ratio to identity in the same round, medians over the rounds; WAL, full-page images and the primary key''s bytes a row at the end of the run beside it (its tables hold different numbers of rows then).'
 \qecho
 SELECT '| scheme | ' || string_agg(pg_temp.workload(clients, batch), ' | ' ORDER BY batch, clients)
-       || ' | WAL bytes a row, 8 clients × 1 row | FPI per 1,000 rows, 8 clients × 1 row | PK size at the end | PK leaf density at the end |'
+       || ' | WAL bytes a row, 8 clients × 1 row | FPI per 1,000 rows, 8 clients × 1 row | PK bytes a row at the end | PK leaf density at the end |'
   FROM (SELECT DISTINCT batch, clients FROM s WHERE section = 'insert') w;
 SELECT '|---|' || string_agg('---:|', '' ORDER BY batch, clients) || '---:|---:|---:|---:|'
   FROM (SELECT DISTINCT batch, clients FROM s WHERE section = 'insert') w;
@@ -97,13 +100,24 @@ SELECT format('| %s | %s | %s | %s | %s | %s |', w.label,
                               ELSE pg_temp.times(w.tps_ratio) END, ' | ' ORDER BY w.batch, w.clients),
               max(pg_temp.num(e.wal, 0) || CASE WHEN w.scheme <> 'identity' THEN ' (' || pg_temp.times(e.wal_ratio) || ')' ELSE '' END),
               max(pg_temp.num(e.fpi, 1)),
-              (SELECT pg_temp.num(value / 1048576, 1) || ' MiB' || CASE WHEN w.scheme <> 'identity' THEN ' (' || pg_temp.times(ratio) || ')' ELSE '' END
-                 FROM final WHERE scheme = w.scheme AND metric = 'index_bytes'),
+              (SELECT pg_temp.num(value, 1) || CASE WHEN w.scheme <> 'identity' THEN ' (' || pg_temp.times(ratio) || ')' ELSE '' END
+                 FROM final WHERE scheme = w.scheme AND metric = 'index_bytes_per_row'),
               (SELECT pg_temp.num(value, 1) || ' %' FROM final WHERE scheme = w.scheme AND metric = 'leaf_density'))
   FROM wide w
   LEFT JOIN wide e ON e.scheme = w.scheme AND e.clients = 8 AND e.batch = 1
  GROUP BY w.scheme, w.ord, w.label
  ORDER BY w.ord;
+\qecho
+\qecho 'Backend CPU time a row as a ratio to identity''s in the same round: what the server''s processes spent, which the waits for a shared disk hardly change.'
+\qecho
+SELECT '| scheme | ' || string_agg(pg_temp.workload(clients, batch), ' | ' ORDER BY batch, clients) || ' |'
+  FROM (SELECT DISTINCT batch, clients FROM s WHERE section = 'insert') w;
+SELECT '|---|' || string_agg('---:|', '' ORDER BY batch, clients)
+  FROM (SELECT DISTINCT batch, clients FROM s WHERE section = 'insert') w;
+SELECT format('| %s | %s |', label,
+              string_agg(CASE WHEN scheme = 'identity' THEN pg_temp.num(cpu, 1) || ' µs'
+                              ELSE pg_temp.times(cpu_ratio) END, ' | ' ORDER BY batch, clients))
+  FROM wide GROUP BY scheme, ord, label ORDER BY ord;
 \qecho
 
 -- The targets that concern inserts (issue 36 and scope.sh's), under
@@ -134,13 +148,14 @@ SELECT format('| %s | %s | %s |', target, measured, pg_temp.mark(ok)) FROM targe
 
 \qecho '## Throughput and latency'
 \qecho
-\qecho 'tps and rows/s of each window (pgbench), the ratio of rows/s to identity''s in the same round (median, and the lowest and highest of the rounds), and the latency of a transaction from pgbench''s per-transaction log.'
+\qecho 'tps and rows/s of each window (pgbench), the ratio of rows/s to identity''s in the same round (median, and the lowest and highest of the rounds), the CPU time the window''s backends spent a row (as the postmaster collects it when they end: neither the checkpointer''s, the WAL writer''s nor a keeper''s), and the latency of a transaction from pgbench''s per-transaction log.'
 \qecho
-\qecho '| workload | scheme | tps | rows/s | × identity | lowest–highest | p50 ms | p99 ms | p99 × identity |'
-\qecho '|---|---|---:|---:|---:|---:|---:|---:|---:|'
-SELECT format('| %s | %s | %s | %s | %s | %s–%s | %s | %s | %s |', pg_temp.workload(clients, batch), label,
+\qecho '| workload | scheme | tps | rows/s | × identity | lowest–highest | backend CPU µs a row | × identity | p50 ms | p99 ms | p99 × identity |'
+\qecho '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|'
+SELECT format('| %s | %s | %s | %s | %s | %s–%s | %s | %s | %s | %s | %s |', pg_temp.workload(clients, batch), label,
               pg_temp.num(tps, 0), pg_temp.num(rows_per_s, 0), pg_temp.times(tps_ratio),
               pg_temp.times(tps_ratio_min), pg_temp.times(tps_ratio_max),
+              pg_temp.num(cpu, 1), pg_temp.times(cpu_ratio),
               pg_temp.num(p50, 2), pg_temp.num(p99, 2), pg_temp.times(p99_ratio))
   FROM wide WHERE tps IS NOT NULL ORDER BY batch, clients, ord;
 \qecho
@@ -159,12 +174,13 @@ SELECT format('| %s | %s | %s | %s | %s | %s | %s |', pg_temp.workload(clients, 
 
 \qecho '## Primary key'
 \qecho
-\qecho 'What each window did to the primary key (`pgstatindex` before and after): the bytes the index grew by a row inserted, and the fill of the leaf space it added (the bytes it put into leaves over the leaf pages it added; a random key also fills existing pages, so its figure is its steady state). Then each primary key at the end of the run.'
+\qecho 'What each window did to the primary key (`pgstatindex` before and after): the bytes the index grew by a row inserted, the leaf pages it added, and how full that leaf space is (its rows'' leaf tuples, 20 bytes for a bigint and 28 for a uuid with their line pointers, over the space of the leaf pages added; a random key also fills pages that were there, so its figure is its steady state; a window that adds a few pages gives a coarse figure). Then each primary key at the end of the run.'
 \qecho
-\qecho '| workload | scheme | index growth, bytes a row | × identity | leaf space added, % full |'
-\qecho '|---|---|---:|---:|---:|'
-SELECT format('| %s | %s | %s | %s | %s |', pg_temp.workload(clients, batch), label,
-              pg_temp.num(index_per_row, 1), pg_temp.times(index_per_row_ratio), pg_temp.num(added_density, 1))
+\qecho '| workload | scheme | index growth, bytes a row | × identity | leaf pages added | leaf space added, % full |'
+\qecho '|---|---|---:|---:|---:|---:|'
+SELECT format('| %s | %s | %s | %s | %s | %s |', pg_temp.workload(clients, batch), label,
+              pg_temp.num(index_per_row, 1), pg_temp.times(index_per_row_ratio), pg_temp.num(pages_added, 0),
+              pg_temp.num(added_density, 1))
   FROM wide WHERE tps IS NOT NULL ORDER BY batch, clients, ord;
 \qecho
 \qecho '| scheme | rows | table | primary key | × identity | PK bytes a row | leaf density | leaf fragmentation |'
@@ -191,16 +207,16 @@ DECLARE
 	f record;
 	cols text;
 BEGIN
-	FOR f IN SELECT * FROM (VALUES ('tps_ratio', false), ('p99_ratio', false), ('wal', true), ('fpi', true),
-	                               ('added_density', true)) AS v (col, with_identity) LOOP
+	FOR f IN SELECT * FROM (VALUES ('tps_ratio', false), ('cpu_ratio', false), ('p99_ratio', false), ('wal', true),
+	                               ('fpi', true), ('index_per_row', true), ('added_density', true)) AS v (col, with_identity) LOOP
 		SELECT string_agg(format('max(%I) FILTER (WHERE scheme = %L) AS %I', f.col, name, label), ', ' ORDER BY ord)
 		  INTO cols FROM scheme WHERE f.with_identity OR name <> 'identity';
 		EXECUTE format('COPY (SELECT format(''%%s×%%s'', clients, batch) AS workload, %s FROM wide GROUP BY batch, clients ORDER BY batch, clients)
 		                TO %L WITH (FORMAT text, HEADER, NULL '''')',
 		               cols, current_setting('durable.dir') || '/' || f.col || '.dat');
 	END LOOP;
-	-- A row a scheme: its primary key at the end, MiB and leaf density.
-	EXECUTE format('COPY (SELECT c.label, max(value) FILTER (WHERE metric = ''index_bytes'') / 1048576,
+	-- A row a scheme: its primary key at the end, bytes a row and leaf density.
+	EXECUTE format('COPY (SELECT c.label, max(value) FILTER (WHERE metric = ''index_bytes_per_row''),
 	                             max(value) FILTER (WHERE metric = ''leaf_density'')
 	                        FROM final f JOIN scheme c ON c.name = f.scheme GROUP BY c.label, c.ord ORDER BY c.ord)
 	                TO %L WITH (FORMAT text)', current_setting('durable.dir') || '/final.dat');

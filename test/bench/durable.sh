@@ -261,15 +261,10 @@ index_state() {
 # share of (a block less its page header and the B-tree's special space).
 leaf_space=$((8192 - 24 - 16))
 
-# wait_for_clients: until the backends of the last pgbench have ended, and
-# with them flushed their WAL statistics (5 s at most).
-wait_for_clients() {
-	local tries=0
-	while [ "$(client_backends "$postmaster")" -gt 0 ] && [ $tries -lt 50 ]; do
-		sleep 0.1
-		tries=$((tries + 1))
-	done
-}
+# leaf_bytes SCHEME: what a row takes on a leaf page of its primary key: an
+# index tuple (an 8-byte header and the key, padded to 8 bytes) and its
+# 4-byte line pointer.
+leaf_bytes() { case $1 in uuid | uuidv7) echo 28 ;; *) echo 20 ;; esac; }
 
 # latency_percentiles: "p50 p99" in ms of the transactions in the pgbench
 # logs ($work/lat.*: client, transaction, latency in µs, ...); removes them.
@@ -286,11 +281,12 @@ latency_percentiles() {
 # window ROUND SCHEME CLIENTS BATCH: one measured window.
 window() {
 	local round=$1 scheme=$2 clients=$3 batch=$4 log=$work/pgbench.log
-	local lsn0 fpi0 ck0 lsn1 fpi1 ck1 tps rows p50 p99 pages0 density0 bytes0 i ckpid
+	local lsn0 fpi0 ck0 lsn1 fpi1 ck1 cpu0 cpu1 tps rows p50 p99 pages0 bytes0 i ckpid
 	scope_for "$scheme"
 	sql -c CHECKPOINT
 	read -r lsn0 fpi0 ck0 < <(counters)
-	pages0=${leaf_pages[$scheme]} density0=${leaf_density[$scheme]} bytes0=${index_bytes[$scheme]}
+	cpu0=$(children_cpu "$postmaster")
+	pages0=${leaf_pages[$scheme]} bytes0=${index_bytes[$scheme]}
 	# The checkpoints inside the window, at fixed moments from its start.
 	(
 		for ((i = checkpoint_every; i < window_seconds; i += checkpoint_every)); do
@@ -302,7 +298,10 @@ window() {
 	tps=$(bench "$cluster" "$log" -M prepared -c "$clients" -j "$(threads_for "$clients")" \
 		-T "$window_seconds" --log --log-prefix="$work/lat" -f "$work/insert_${scheme}_$batch.sql")
 	wait "$ckpid"
-	wait_for_clients
+	# common.sh: children_cpu waits until the window's backends have ended
+	# (and with them flushed their WAL statistics), and gives the CPU time
+	# they spent: steadier than tps on a machine whose disk others share.
+	cpu1=$(children_cpu "$postmaster")
 	read -r lsn1 fpi1 ck1 < <(counters)
 	read -r p50 p99 < <(latency_percentiles)
 	index_state "$scheme"
@@ -311,16 +310,20 @@ window() {
 	put() { sample insert "$scheme" "$batch" "$clients" "$1" "$round" "$2"; }
 	put tps "$tps"
 	put rows_per_s "$(calc "$tps * $batch")"
+	put cpu_us_per_row "$(calc "($cpu1 - $cpu0) * 1000000 / $rows")"
 	put wal_bytes_per_row "$(calc "($lsn1 - $lsn0) / $rows")"
 	put fpi_per_1000_rows "$(calc "($fpi1 - $fpi0) * 1000 / $rows")"
 	put checkpoints "$((ck1 - ck0))"
 	put p50_ms "$p50"
 	put p99_ms "$p99"
 	put index_bytes_per_row "$(calc "(${index_bytes[$scheme]} - $bytes0) / $rows")"
-	# The fill of the leaf space the window added: the bytes it put into
-	# leaves over the leaf pages it added.
+	# The fill of the leaf space the window added: the bytes its rows put
+	# into leaves over the leaf pages it added (not from avg_leaf_density,
+	# whose two decimals over tens of thousands of pages are worth more than
+	# the few pages a short window adds).
+	put leaf_pages_added "$((${leaf_pages[$scheme]} - pages0))"
 	if [ "${leaf_pages[$scheme]}" -gt "$pages0" ]; then
-		put added_leaf_density "$(calc "(${leaf_density[$scheme]} * ${leaf_pages[$scheme]} - $density0 * $pages0) / (${leaf_pages[$scheme]} - $pages0)")"
+		put added_leaf_density "$(calc "100.0 * $rows * $(leaf_bytes "$scheme") / ((${leaf_pages[$scheme]} - $pages0) * $leaf_space)")"
 	fi
 }
 
