@@ -182,7 +182,7 @@ start_durable_cluster() {
 # sql [PSQL-ARGS...]: psql on database bench.
 sql() { q "$cluster" -d bench "$@"; }
 
-# key_default SCHEME: the column definition of each scheme's key.
+# key_column SCHEME: the definition of each scheme's key column.
 key_column() {
 	case $1 in
 		identity) echo "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY" ;;
@@ -229,7 +229,7 @@ create_tables() {
 	for scheme in "${schemes[@]}"; do index_state "$scheme"; done
 }
 
-# checkpoints_done: the server's count of checkpoints (pg_stat_checkpointer
+# checkpoints_query: the server's count of checkpoints (pg_stat_checkpointer
 # from 17 on; num_done, which leaves out skipped ones, from 18 on).
 checkpoints_query() {
 	if [ "$server_major" -ge 18 ]; then
