@@ -22,6 +22,8 @@
 #   make bench-scope        the server-wide generator's targets (uidgen.scope)
 #   make bench-registry     what a registry (uidgen.registry) costs a member
 #   make bench-lives        one registry serving 1,000 simulated server lives
+#   make bench-durable      inserts with fsync, full-page writes and checkpoints
+#                           on, ID schemes side by side (SNOWFLAKE_TARBALL)
 #   make deb                the Debian packages postgresql-VERSION-uidgen,
 #                           into build/deb (docs/install.md)
 #   make dist               the PGXN release build/uidgen-VERSION.zip of HEAD
@@ -180,7 +182,14 @@ bench-registry:
 bench-lives:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/lives.sh
 
-.PHONY: unit test test-stress test-all nemesis demo bench bench-scope bench-churn bench-registry bench-lives cursor-bench
+# Inserts with durability on (fsync, full_page_writes, synchronous_commit,
+# checkpoints in every window, tables larger than shared_buffers): identity,
+# both scopes, UUIDs and pgEdge snowflake from SNOWFLAKE_TARBALL if given
+# (test/bench/README.md); ROUNDS=N sets the rounds.  Not part of test.
+bench-durable:
+	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/durable.sh
+
+.PHONY: unit test test-stress test-all nemesis demo bench bench-scope bench-churn bench-registry bench-lives bench-durable cursor-bench
 
 # ---- packaging (docs/install.md) ----------------------------------------
 

@@ -8,11 +8,7 @@
 --   psql -v samples=FILE -v races=N -v id_reps=N -v id_rows=N -v first_seconds=N
 --        -v churn_seconds=N -v churn_clients=N -f registry-report.sql
 
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-\pset footer off
-SET client_min_messages = warning;
+\ir report-common.sql
 
 CREATE TEMP TABLE s (
 	section text NOT NULL,		-- first, claim, cold, churn, per_id
@@ -34,10 +30,6 @@ SELECT section, cluster, key, param, 'ms', round, 1000.0 * param / value
 SELECT section, cluster, key, param, 'cpu_ms', round, value / 1000
   FROM s WHERE section IN ('first', 'churn') AND metric = 'cpu_us';
 
-CREATE FUNCTION pg_temp.num(x float8, digits int) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(to_char(round(x::numeric, digits), 'FM999,999,999,990' || CASE WHEN digits > 0 THEN '.' || repeat('0', digits) ELSE '' END), 'n/a') $$;
-CREATE FUNCTION pg_temp.times(x float8) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(round(x::numeric, 2)::text || '×', 'n/a') $$;
 
 -- vs: one figure (section, metric) of cluster a and key a against the same
 -- figure of cluster b and key b, paired by round and param.

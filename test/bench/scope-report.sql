@@ -7,11 +7,7 @@
 -- rounds falls on both sides.  Run by scope.sh:
 --   psql -v samples=FILE -v dense_rows=N -v id_reps=N -f scope-report.sql
 
-\set ON_ERROR_STOP 1
-\pset format unaligned
-\pset tuples_only on
-\pset footer off
-SET client_min_messages = warning;
+\ir report-common.sql
 
 CREATE TEMP TABLE s (
 	section text NOT NULL,		-- churn, dense, per_id, scale, insert
@@ -25,10 +21,6 @@ CREATE TEMP TABLE s (
 -- The server reads the file: the clusters run as the user who runs scope.sh.
 COPY s FROM :'samples';
 
-CREATE FUNCTION pg_temp.num(x float8, digits int) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(to_char(round(x::numeric, digits), 'FM999,999,999,990' || CASE WHEN digits > 0 THEN '.' || repeat('0', digits) ELSE '' END), 'n/a') $$;
-CREATE FUNCTION pg_temp.times(x float8) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(round(x::numeric, 2)::text || '×', 'n/a') $$;
 CREATE FUNCTION pg_temp.mark(ok boolean) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN ok THEN '**PASS**' WHEN NOT ok THEN '**MISS**' ELSE 'n/a' END $$;
 
