@@ -23,6 +23,7 @@ extern bool worker_reuse;
 extern int scope_setting;			/* a Scope */
 extern int keeper_idle_timeout_ms;
 extern int max_chunk_setting;
+extern int max_server_databases;	/* slots for server-wide generators (shared_state.hpp) */
 /*
  * uidgen.debug_clock_offset: a developer setting, superuser only, that moves
  * the clock every uidgen process reads (PgClock::now_ms) by that many
