@@ -314,15 +314,36 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
 	SELECT r.lease_ttl + r.max_borrow + r.max_clock_skew FROM uidgen.registry_config r
 $$;
 
+-- The shortest lease that keeps a member's workers granted under these
+-- rules.  A member grants a worker only from a lease with a second left
+-- (lease_table.cpp, least_lease_left_ms), looks at its leases every second
+-- (agent.cpp, tick_ms) and renews a lease once a sixth of it has passed
+-- (renewal_due()); the registry renews a lease only while its ceiling, the
+-- lease's end plus max_borrow rounded up to a unit, is more than
+-- max_clock_skew ahead (registry_renew()).  So a lease needs a second for a
+-- grant and a second for the tick, and five sixths of it must outlast the
+-- tick and the clock bound beyond max_borrow by a unit; rounded up to a
+-- millisecond.
+CREATE FUNCTION uidgen.registry_shortest_lease(max_borrow interval, max_clock_skew interval) RETURNS interval
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT greatest(interval '2 s',
+	                ceil(extract(epoch FROM (interval '1 s' + max_clock_skew - max_borrow
+	                                         + CASE c.unit WHEN 'second' THEN interval '1 s' ELSE interval '1 ms' END)
+	                                 * 6 / 5) * 1000) * interval '1 ms')
+	  FROM uidgen.config c
+$$;
+
 -- How long a server life's leases last: as long as the life has lived (on
 -- the registry's clock, since it first reached the registry), at least a
--- tenth of the lease TTL and 30 seconds, at most the TTL.  The blocks of a
+-- tenth of the lease TTL, 30 seconds and the shortest lease that keeps a
+-- worker granted (registry_shortest_lease()), at most the TTL.  The blocks of a
 -- server in a crash loop are reusable soon after each of its short lives
 -- ends; renewals lengthen a life's leases as it ages (src/registry/README.md).
 -- Never longer than the TTL, so registry_holder_bound() still bounds them.
 CREATE FUNCTION uidgen.registry_lease_length(life uuid) RETURNS interval
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-	SELECT least(r.lease_ttl, greatest(now() - l.joined_at, r.lease_ttl / 10, interval '30 s'))
+	SELECT least(r.lease_ttl, greatest(now() - l.joined_at, r.lease_ttl / 10, interval '30 s',
+	                                   uidgen.registry_shortest_lease(r.max_borrow, r.max_clock_skew)))
 	  FROM uidgen.registry_config r, uidgen.server_life l
 	 WHERE l.life = registry_lease_length.life
 $$;
@@ -624,6 +645,7 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_check_state() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_identity() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_holder_bound() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_lease_length(uuid) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_shortest_lease(interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
@@ -639,6 +661,8 @@ RETURNS uidgen.registry_config
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	cfg uidgen.registry_config;
+	ttl interval;
+	shortest interval;
 BEGIN
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config FOR UPDATE;
 	-- Block b's workers follow from the block size: fixed by the first lease.
@@ -646,6 +670,21 @@ BEGIN
 	   AND EXISTS (SELECT FROM uidgen.worker_block_lease) THEN
 		RAISE EXCEPTION 'cannot change the block size of a registry that has leased blocks'
 			USING ERRCODE = 'object_not_in_prerequisite_state';
+	END IF;
+	-- The rules against each other, as they will stand: a TTL that cannot
+	-- keep a worker granted stops every member.
+	ttl := coalesce(uid_registry_configure.lease_ttl, cfg.lease_ttl);
+	shortest := uidgen.registry_shortest_lease(coalesce(uid_registry_configure.max_borrow, cfg.max_borrow),
+	                                           coalesce(uid_registry_configure.max_clock_skew, cfg.max_clock_skew));
+	IF ttl < shortest THEN
+		RAISE EXCEPTION 'lease_ttl % is too short to keep a uidgen worker granted', ttl
+			USING ERRCODE = 'invalid_parameter_value',
+			      DETAIL = format('Members grant a worker only from a lease with a second left and renew a lease '
+			                      'within a second once a sixth of it has passed; the registry renews a lease only '
+			                      'while its end plus max_borrow (%s) is more than max_clock_skew (%s) ahead.',
+			                      coalesce(uid_registry_configure.max_borrow, cfg.max_borrow),
+			                      coalesce(uid_registry_configure.max_clock_skew, cfg.max_clock_skew)),
+			      HINT = format('The smallest lease_ttl that works with these rules is %s.', shortest);
 	END IF;
 	UPDATE uidgen.registry_config c
 	   SET lease_ttl = coalesce(uid_registry_configure.lease_ttl, c.lease_ttl),

@@ -40,6 +40,7 @@ int max_borrow_ms = 10000;
 bool worker_reuse = true;
 int scope_setting = static_cast<int>(Scope::Backend);
 int keeper_idle_timeout_ms = 300 * 1000;
+int max_server_databases = 64;
 int max_chunk_setting = 8;
 int claim_pool_size = 8;
 int debug_clock_offset_ms = 0;
@@ -207,6 +208,20 @@ define_settings()
 										 "that reuse workers."),
 							&claim_pool_size, claim_pool_size, 0, max_claim_pool_size, PGC_SIGHUP, 0, nullptr,
 							nullptr, nullptr);
+
+	/*
+	 * The slots are sized once, when the shared memory is made: a restart.
+	 * PostgreSQL takes a setting of that kind only from a preloaded library;
+	 * without preloading (a named DSM segment), there are 64.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("uidgen.max_server_databases",
+								gettext_noop("How many databases of the server can use uidgen.scope = server at once."),
+								gettext_noop("A database keeps its place from its first ID until it is dropped or "
+											 "the server stops; each also needs a background worker for its "
+											 "keeper."),
+								&max_server_databases, max_server_databases, 1, 10000, PGC_POSTMASTER, 0,
+								nullptr, nullptr, nullptr);
 
 	/*
 	 * Larger chunks cost fewer atomic operations but let concurrent

@@ -26,6 +26,7 @@ extern int max_chunk_setting;
 /* uidgen.claim_pool_size: workers a database's claim pool keeps claimed ahead (claim_pool.hpp); 0: no pool. */
 extern int claim_pool_size;
 constexpr int max_claim_pool_size = 32;
+extern int max_server_databases;	/* slots for server-wide generators (shared_state.hpp) */
 /*
  * uidgen.debug_clock_offset: a developer setting, superuser only, that moves
  * the clock every uidgen process reads (PgClock::now_ms) by that many

@@ -121,7 +121,10 @@ renewal_due(const LeaseTable *state, int64_t now_mono)
 	return false;
 }
 
-/* Workers not granted yet in blocks that can still grant them. */
+/*
+ * Workers not granted yet in blocks that can still grant them, and those
+ * of dropped databases that can go to another (lease_table.hpp, Grant).
+ */
 int64_t
 spare_workers(const LeaseTable *state, int64_t now_mono)
 {
@@ -133,6 +136,11 @@ spare_workers(const LeaseTable *state, int64_t now_mono)
 
 		if (b.deadline_mono_ms - now_mono > b.lease_ms / 3)
 			spare += b.last_worker - b.next_worker + 1;
+	}
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		if (grant_reusable(state, i, now_mono, 0))
+			spare++;
 	}
 	return spare;
 }

@@ -15,6 +15,7 @@ extern "C" {
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "utils/syscache.h"
 #include "utils/wait_event.h"
 }
 
@@ -293,6 +294,87 @@ wait_for_agent(int64_t until_mono, uint64 since, const char *what)
 
 namespace {
 
+/*
+ * A grant of a dropped database that may go to another now, or -1; under
+ * the table's lock.  The worker starts above its lease's floor and above
+ * the last unit every holder of it in this server life noted at exit
+ * (grant_issued_until() reads the same notes): the dropped database's
+ * sessions and keeper all exited before DROP DATABASE went on.
+ */
+int
+reusable_grant(const LeaseTable *state, int64_t now_mono, int64_t *floor)
+{
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		if (!grant_reusable(state, i, now_mono, least_lease_left_ms))
+			continue;
+		*floor = block_of_lease(state, state->grants[i].lease_id)->floor_delta;
+		for (int j = 0; j < state->ngrants; j++)
+			if (state->grants[j].worker == state->grants[i].worker)
+				*floor = std::max(*floor, state->grants[j].issued_until);
+		return i;
+	}
+	return -1;
+}
+
+/*
+ * Marks the grants of databases that were dropped.  Which databases exist
+ * is looked up without the table's lock (a catalog lookup may raise an
+ * error); a grant is marked only if it still went to the same database by
+ * the same stamp, so that one given since to a database of the same OID
+ * is not.
+ */
+void
+mark_dropped_databases(LeaseTable *state)
+{
+	/* palloc'd, not std::vector: a catalog lookup may raise an error through this frame. */
+	int *index = static_cast<int *>(palloc(sizeof(int) * max_grants));
+	uint64 *stamp = static_cast<uint64 *>(palloc(sizeof(uint64) * max_grants));
+	Oid *database = static_cast<Oid *>(palloc(sizeof(Oid) * max_grants));
+	Oid *gone = static_cast<Oid *>(palloc(sizeof(Oid) * max_grants));
+	int nseen = 0;
+	int ngone = 0;
+
+	LWLockAcquire(&state->lock, LW_SHARED);
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		const Grant &g = state->grants[i];
+
+		if (g.dropped || g.database == MyDatabaseId)
+			continue;
+		index[nseen] = i;
+		stamp[nseen] = g.stamp;
+		database[nseen++] = g.database;
+	}
+	LWLockRelease(&state->lock);
+
+	memcpy(gone, database, sizeof(Oid) * nseen);
+	std::sort(gone, gone + nseen);
+	Oid *end = std::unique(gone, gone + nseen);
+	for (Oid *d = gone; d < end; d++)
+	{
+		if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(*d)))
+			gone[ngone++] = *d;
+	}
+
+	if (ngone > 0)
+	{
+		LWLockAcquire(&state->lock, LW_EXCLUSIVE);
+		for (int k = 0; k < nseen; k++)
+		{
+			Grant &g = state->grants[index[k]];
+
+			if (g.stamp == stamp[k] && g.database == database[k] && std::binary_search(gone, gone + ngone, database[k]))
+				g.dropped = true;
+		}
+		LWLockRelease(&state->lock);
+	}
+	pfree(index);
+	pfree(stamp);
+	pfree(database);
+	pfree(gone);
+}
+
 /* A worker for database from a block with room, or nullopt; errors when the grants are full. */
 std::optional<GrantedWorker>
 try_take(LeaseTable *state, Oid database, const char *database_name)
@@ -300,6 +382,8 @@ try_take(LeaseTable *state, Oid database, const char *database_name)
 	std::optional<GrantedWorker> taken;
 	bool grants_full = false;
 	int64_t now_mono = monotonic_ms();	/* no clock read under the lock */
+	int64_t floor;
+	int reused;
 
 	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	LeasedBlock *b = block_with_room(state, now_mono);
@@ -314,8 +398,21 @@ try_take(LeaseTable *state, Oid database, const char *database_name)
 		g.database = database;
 		namestrcpy(&g.database_name, database_name);
 		g.reported = false;
+		g.dropped = false;
+		g.stamp = ++state->grant_stamps;
 		g.issued_until = -1;
 		taken = GrantedWorker{g.worker, b->floor_delta, b->lease_id};
+	}
+	else if ((reused = reusable_grant(state, now_mono, &floor)) >= 0)
+	{
+		Grant &g = state->grants[reused];
+
+		g.database = database;
+		namestrcpy(&g.database_name, database_name);
+		g.reported = false;
+		g.dropped = false;
+		g.stamp = ++state->grant_stamps;
+		taken = GrantedWorker{g.worker, floor, g.lease_id};
 	}
 	LWLockRelease(&state->lock);
 
@@ -369,12 +466,22 @@ GrantedWorker
 take_granted_worker(Oid database, const char *database_name, int timeout_ms)
 {
 	LeaseTable *state = lease_table();
+
+	mark_dropped_databases(state);
 	std::optional<GrantedWorker> taken = try_take(state, database, database_name);
 	GrantedWorker worker = taken ? *taken : take_waiting(state, database, database_name, monotonic_ms() + timeout_ms);
 
 	/* Keep a block in reserve: the agent leases the next one now if this one runs low. */
 	wake_agent();
 	return worker;
+}
+
+bool
+grant_reusable(const LeaseTable *state, int i, int64_t now_mono, int64_t for_ms)
+{
+	const LeasedBlock *b = state->grants[i].dropped ? block_of_lease(state, state->grants[i].lease_id) : nullptr;
+
+	return b != nullptr && b->deadline_mono_ms - now_mono >= for_ms;
 }
 
 void
@@ -429,7 +536,7 @@ granted_workers(Oid database, int *count)
 		 * A worker of a lease that lapsed may be another server's now, or
 		 * another database's of this one, under a new lease of its block.
 		 */
-		if (state->grants[i].database == database && b != nullptr &&
+		if (state->grants[i].database == database && !state->grants[i].dropped && b != nullptr &&
 			b->deadline_mono_ms - now_mono >= least_lease_left_ms)
 			workers[n++] = state->grants[i].worker;
 	}
@@ -449,7 +556,8 @@ live_lease(int64_t worker, Oid database)
 	for (int i = 0; i < state->ngrants && !live; i++)
 	{
 		const Grant &g = state->grants[i];
-		const LeasedBlock *b = g.worker == worker && g.database == database ? block_of_lease(state, g.lease_id) : nullptr;
+		const LeasedBlock *b =
+			g.worker == worker && g.database == database && !g.dropped ? block_of_lease(state, g.lease_id) : nullptr;
 
 		if (b != nullptr && b->deadline_mono_ms - now_mono >= least_lease_left_ms)
 			live = g.lease_id;

@@ -107,7 +107,14 @@ struct LeasedBlock
 };
 static_assert(std::is_trivially_destructible_v<LeasedBlock>);
 
-/* A worker of this server life's blocks, the lease it came from, and the database it went to. */
+/*
+ * A worker of this server life's blocks, the lease it came from, and the
+ * database it went to.  Once that database is dropped (dropped: pg_database
+ * no longer has it, and DROP DATABASE waited for every process connected to
+ * it, each of which noted its last unit at exit), the worker goes to the next
+ * database that finds no fresh worker, above issued_until and the lease's
+ * floor, under the same lease (take_granted_worker()).
+ */
 struct Grant
 {
 	LeaseId lease_id;
@@ -115,6 +122,8 @@ struct Grant
 	Oid database;
 	NameData database_name;
 	bool reported;				/* the registry knows (for uid_origin()) */
+	bool dropped;				/* its database was dropped: the worker may go to another */
+	uint64 stamp;				/* a new one each time the worker goes to a database */
 	int64_t issued_until;		/* the last unit its holders issued, noted at their exit */
 };
 static_assert(std::is_trivially_destructible_v<Grant>);
@@ -160,6 +169,7 @@ struct LeaseTable
 	int nblocks;
 	LeasedBlock blocks[max_leased_blocks];
 	int ngrants;
+	uint64 grant_stamps;		/* the last Grant::stamp given */
 	Grant grants[max_grants];
 	/*
 	 * How many times a database of this server life has joined a registry
@@ -212,7 +222,8 @@ int64_t monotonic_ms();
 
 /*
  * A worker for database from this server life's blocks, with the unit it
- * starts after; waits (interruptibly, at most timeout_ms) for the agent to
+ * starts after: a fresh one, else one whose database was dropped, above
+ * what that database's holders noted at their exit.  Waits (interruptibly, at most timeout_ms) for the agent to
  * lease a block when none has one left.  Errors with a class 08 SQLSTATE
  * naming the registry when none can be had.  Not under the table's lock.
  */
@@ -224,6 +235,12 @@ struct GrantedWorker
 };
 static_assert(std::is_trivially_destructible_v<GrantedWorker>);
 GrantedWorker take_granted_worker(Oid database, const char *database_name, int timeout_ms);
+
+/*
+ * Whether grant i may go to another database now: its database was dropped,
+ * and its lease lasts at least for_ms more.  Under the table's lock.
+ */
+bool grant_reusable(const LeaseTable *state, int i, int64_t now_mono, int64_t for_ms);
 
 /*
  * Notes at a holder's exit the last unit it issued under worker, whether or

@@ -628,15 +628,18 @@ uidgen_keeper_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 
 	state = shared_state();
-	if (state == nullptr || index < 0 || index >= max_shared_generators)
+	if (state == nullptr || index < 0 || index >= state->generator_count)
 		proc_exit(1);
-	g = &state->generators[index];
+	g = slot(state, index);
 
 	/*
 	 * One keeper a slot: one launched so late that a backend gave it up and
 	 * launched another (server_generator.cpp) leaves if that one came first.
+	 * Under the slots' lock: a slot whose database was dropped is freed, for
+	 * another database, only while no keeper holds it (generator_of()).
 	 */
 	bool taken;
+	LWLockAcquire(&state->slots_lock, LW_SHARED);
 	SpinLockAcquire(&g->mutex);
 	taken = g->database == database && g->stage == KeeperStage::Starting && g->keeper_pid == 0;
 	if (taken)
@@ -645,6 +648,7 @@ uidgen_keeper_main(Datum main_arg)
 		g->keeper_latch = MyLatch;
 	}
 	SpinLockRelease(&g->mutex);
+	LWLockRelease(&state->slots_lock);
 	if (!taken)
 		proc_exit(0);
 	kept = g;

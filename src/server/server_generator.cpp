@@ -219,11 +219,16 @@ attach_generator()
 
 	SharedGenerator *g = generator_of(state, MyDatabaseId, true);
 	if (g == nullptr)
-		pg_call([] {
+		pg_call([state] {
 			ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 							errmsg("too many databases use the server-wide generator"),
-							errdetail("A server has room for %d.", max_shared_generators),
-							errhint("Set uidgen.scope to \"backend\" for this server.")));
+							errdetail("The server has room for %d databases, uidgen.max_server_databases; each "
+									  "database that used it since the server started keeps its place until "
+									  "it is dropped.",
+									  state->generator_count),
+							errhint("Raise uidgen.max_server_databases (it takes a restart, and each database "
+									"in use needs a background worker of max_worker_processes too), or set "
+									"uidgen.scope to \"backend\" for this server.")));
 		});
 	return g;
 }

@@ -3,7 +3,9 @@
  *	  The server-wide generators in shared memory: one slot per database.
  *
  * A slot belongs to a database from the first uid_next() with scope server
- * until the server stops.  Its keeper (keeper.hpp), a background worker
+ * until the server stops or the database is dropped: a backend that finds
+ * every slot taken frees those of databases that pg_database no longer has
+ * (generator_of()).  There are uidgen.max_server_databases of them.  Its keeper (keeper.hpp), a background worker
  * connected to the database, claims a worker in uidgen.worker_node in a
  * transaction of its own, keeps the time reservation ahead of the cursor
  * and publishes both here; backends take chunks of the cursor
@@ -37,9 +39,6 @@ extern "C" {
 }
 
 namespace uidgen::pg {
-
-/* Databases with a server-wide generator at once, per server. */
-constexpr int max_shared_generators = 64;
 
 /* Workers a database's keeper can lend to backends whose demand outruns the shared cursor. */
 constexpr int max_private_workers = 8;
@@ -122,13 +121,21 @@ static_assert(std::is_trivially_destructible_v<SharedGenerator>);
 
 static_assert(std::is_trivially_copyable_v<Layout>, "a Layout is copied in and out of shared memory");
 
+/*
+ * The slots follow the header in the same memory: generator_count of them
+ * (uidgen.max_server_databases when the memory was made), reached through
+ * slot().
+ */
 struct SharedState
 {
 	int lwlock_tranche;		/* of slots_lock and every generator's privates_lock */
 	LWLock slots_lock;		/* guards each slot's database */
-	SharedGenerator generators[max_shared_generators];
+	int generator_count;
 };
 static_assert(std::is_trivially_destructible_v<SharedState>);
+
+/* Slot index of state (0 <= index < state->generator_count). */
+SharedGenerator *slot(SharedState *state, int index);
 
 /*
  * Preloaded (shared_preload_libraries), the state lives in the main shared
@@ -150,8 +157,11 @@ SharedState *shared_state();
 bool shared_state_available();
 
 /*
- * This database's slot; with take, one is taken if it has none.  nullptr
- * when it has none (and every slot is taken, with take).
+ * This database's slot; with take, one is taken if it has none, freeing
+ * first, when every slot is taken, the slots of databases that were dropped
+ * (no keeper of theirs is left: DROP DATABASE waits for every process
+ * connected to it).  nullptr when it has none (and every slot is taken by a
+ * database that exists, with take).
  */
 SharedGenerator *generator_of(SharedState *state, Oid database, bool take);
 

@@ -126,6 +126,9 @@ for my $version (@released)
 	like($node->safe_psql($db, $catalog),
 		qr/uid_mask\(bigint,text\).*uid_next_block\(integer\).*uid_now\(\).*uid_to_uuid\(bigint\).*uuid_to_uid\(uuid\)/s,
 		"$version: the update brought uid_mask, uid_next_block, uid_now, uid_to_uuid and uuid_to_uid");
+	like(psql_error($node, $db, "SELECT uid_registry_configure(lease_ttl => '1 s')"),
+		qr/ERROR:  22023: lease_ttl 00:00:01 is too short.*HINT:  The smallest lease_ttl that works with these rules is 00:00:02\./s,
+		"$version: the updated uid_registry_configure() checks the rules against each other");
 }
 
 # A 1.1 installation that lost its reservation refuses to issue rather than issue unreserved IDs.
