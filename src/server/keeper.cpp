@@ -434,6 +434,9 @@ run_keeper(SharedGenerator *g)
 	for (;;)
 	{
 		wait_for_work();
+		/* The database is being dropped, renamed or copied: leave rather than hold it open. */
+		if (pg_call(database_wanted_elsewhere))
+			return;
 
 		bool unchanged = true;
 		std::optional<Registration> claimed;
@@ -611,6 +614,8 @@ static void
 keeper_release(int, Datum)
 {
 	release_at_keeper_exit();
+	/* A session lock of the default method: PostgreSQL leaves it on the PGPROC at exit. */
+	release_database_lock();
 }
 }
 
@@ -659,6 +664,8 @@ uidgen_keeper_main(Datum main_arg)
 	pgstat_report_appname("uidgen keeper");
 	/* Runs before PostgreSQL's exit callbacks release the session locks. */
 	before_shmem_exit(keeper_release, 0);
+	/* What DROP DATABASE and its kin wait on while the keeper lives (database_worker.hpp). */
+	hold_database_lock();
 
 	PG_TRY();
 	{
