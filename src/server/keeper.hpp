@@ -18,8 +18,9 @@
  *	- at exit it closes the cursor and releases its workers above every
  *	  unit they may have issued.
  *
- * It leaves after uidgen.keeper_idle_timeout without IDs, so that an idle
- * database is not held open (DROP DATABASE, CREATE DATABASE ... TEMPLATE).
+ * It leaves after uidgen.keeper_idle_timeout without IDs, and at once when
+ * DROP DATABASE, a rename or a template copy waits on its lock on the
+ * database (database_worker.hpp): it never holds a database open.
  */
 #pragma once
 
