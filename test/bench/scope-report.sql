@@ -30,7 +30,7 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(to_char(round(x::numeric, digits), 
 CREATE FUNCTION pg_temp.times(x float8) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(round(x::numeric, 2)::text || '×', 'n/a') $$;
 CREATE FUNCTION pg_temp.mark(ok boolean) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN ok THEN '**PASS**' WHEN NOT ok THEN '**MISS**' ELSE 'n/a' END $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN ok THEN '**met**' WHEN NOT ok THEN '**missed**' ELSE 'n/a' END $$;
 
 -- Churn: per connection (one transaction each), rather than per second.
 INSERT INTO s
