@@ -71,7 +71,9 @@ cores=$(nproc)
 churn_clients=$cores
 # Each race of section 2 uses two blocks of the registry server's own life
 # (block_size 1), and a server life holds at most 64 blocks
-# (src/registry/lease_table.hpp: max_leased_blocks); the races stop after race_budget.
+# (src/registry/lease_table.hpp: max_leased_blocks; the registry's
+# max_system_blocks is raised from 16 to 64 for it); the races stop after
+# race_budget.
 race_budget=28
 races=$((races * rounds > race_budget ? race_budget / rounds : races))
 [ "$races" -ge 1 ] || races=1
@@ -138,9 +140,11 @@ blocks() { q "$1" -d bench -c "SELECT count(*) FROM uidgen.registry_status WHERE
 start_registry() {
 	start_bench_cluster registry "shared_preload_libraries = 'uidgen,pg_stat_statements'"
 	q registry -c "CREATE DATABASE registry" -c "CREATE DATABASE claims"
-	q registry -d registry -c "CREATE EXTENSION uidgen"
-	q registry -d claims -c "CREATE EXTENSION uidgen" -c "SELECT uid_registry_configure(block_size => 1)" \
-		-c "CREATE EXTENSION pg_stat_statements" >/dev/null
+	# New fleets: without uid_registry_start_fleet() a new registry leases
+	# nothing for a lease TTL and more (it may be one that lost its leases).
+	q registry -d registry -c "CREATE EXTENSION uidgen" -c "SELECT uid_registry_start_fleet()" >/dev/null
+	q registry -d claims -c "CREATE EXTENSION uidgen" -c "SELECT uid_registry_start_fleet()" \
+		-c "SELECT uid_registry_configure(block_size => 1, max_system_blocks => 64)" -c "CREATE EXTENSION pg_stat_statements" >/dev/null
 	echo "uidgen.registry = '$(registry_at claims)'" >>"$scratch/data-registry/postgresql.conf"
 	"$bindir/pg_ctl" -D "$scratch/data-registry" reload >/dev/null
 	wait_for_agent registry

@@ -22,7 +22,7 @@ CREATE TEMP TABLE s (
 COPY s FROM :'samples';
 
 CREATE FUNCTION pg_temp.mark(ok boolean) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN ok THEN '**PASS**' WHEN NOT ok THEN '**MISS**' ELSE 'n/a' END $$;
+LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN ok THEN '**met**' WHEN NOT ok THEN '**missed**' ELSE 'n/a' END $$;
 
 -- Churn: per connection (one transaction each), rather than per second.
 INSERT INTO s

@@ -43,7 +43,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 bench_args "$@"
 bench_packages
 
-# Sizes.  A full run takes about 12 minutes on 2 cores, --quick about 2.
+# Sizes.  A full run takes about 13 minutes on 2 cores, --quick about 2.
 if [ $quick -eq 1 ]; then
 	name=scope-quick
 	rounds=${ROUNDS:-1}
@@ -56,7 +56,7 @@ else
 	rounds=${ROUNDS:-6}
 	churn_seconds=4 insert_seconds=3
 	dense_rows=1000000
-	id_rows=2000000 id_reps=3
+	id_rows=5000000 id_reps=3
 	scale_rows=4000000
 fi
 [ "$server_major" = "$PG_MAJOR" ] || name=pg$server_major-$name
