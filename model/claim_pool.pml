@@ -20,6 +20,13 @@
  * above the reservation.  A session that issued exits cleanly (released at
  * its last unit) or dies without writing.
  *
+ * A session decides from a list read before it takes the locks; once the
+ * mark comes free it reads the row again (the pool may have given W back
+ * since), and the pool lets go of its marks before its locks when it gives
+ * W back or exits.  Either suffices (the runs with NO_RECHECK or
+ * LOCKS_BEFORE_MARK alone pass); without both, a session issues under a
+ * row the pool has released (NO_RECHECK with LOCKS_BEFORE_MARK).
+ *
  * Mutants: NO_HANDOVER_WAIT (a session issues under a pooled worker as soon
  * as it sees the mark held, without waiting for the pool to let it go),
  * FREE_MARK_IS_POOLED (a session takes an active row of the pool's whose
@@ -41,19 +48,20 @@ byte resv;		/* the time reservation (durable, never lowered) */
 byte used;		/* ghost: units issued under W */
 bit ready;		/* the pool's memory: W claimed, mark held, not handed over */
 
+/* The pool's exit: its marks first (LockReleaseAll of the advisory locks), then the workers' locks. */
 inline die_pool()
 {
 	atomic {
-		if
-		:: lk == POOL -> lk = 0
-		:: else -> skip
-		fi;
 		if
 		:: mk == POOL -> mk = 0
 		:: else -> skip
 		fi;
 		ready = 0
-	}
+	};
+	if
+	:: lk == POOL -> lk = 0
+	:: else -> skip
+	fi
 }
 
 active proctype pool()
@@ -77,8 +85,14 @@ active proctype pool()
 		}
 	:: atomic { ready && lk == 0 -> lk = POOL } ->	/* give W back, released at its floor */
 		if :: true :: die_pool(); break fi;
-		act = 0;
-		atomic { lk = 0; mk = 0; ready = 0 }
+		act = 0;				/* committed */
+#ifdef LOCKS_BEFORE_MARK
+		lk = 0;
+		atomic { mk = 0; ready = 0 }
+#else
+		atomic { mk = 0; ready = 0 };		/* the mark first, then the locks */
+		lk = 0
+#endif
 	:: die_pool(); break
 	od
 }
@@ -86,37 +100,52 @@ active proctype pool()
 proctype session(byte me)
 {
 	byte f, u, last;
+	bit listed;
 
+	listed = act && rpid == POOL;		/* take_pooled_worker()'s list, read before the locks */
 	atomic { lk == 0 -> lk = me };
 	if
-	:: !act ->				/* released: reuse, its claim committed first */
-		atomic { act = 1; rpid = me };
-		f = rfloor
-	:: act && mk != 0 && mk != me ->	/* the pool's: wait for the hand-over */
+	:: listed && mk != 0 && mk != me ->	/* listed, and the mark held: wait for the hand-over */
 #ifdef NO_HANDOVER_WAIT
 		f = rfloor
 #else
 		if
-		:: mk == 0 -> f = rfloor	/* let go while we hold W: nothing issued */
+		:: mk == 0 ->			/* let go while we hold W */
+#ifdef NO_RECHECK
+			f = rfloor
+#else
+			if				/* read again: still the pool's committed claim */
+			:: act && rpid == POOL -> f = rfloor
+			:: else -> lk = 0; goto done
+			fi
+#endif
 		:: true -> lk = 0; goto done	/* gave up, issued nothing */
 		fi
 #endif
-	:: act && mk == 0 ->
-#ifdef FREE_MARK_IS_POOLED
+	:: else ->
 		if
-		:: rpid == POOL -> f = rfloor; goto issue
-		:: else -> skip
-		fi;
-#endif
-		atomic {				/* a leak: released above the reservation */
+		:: !act ->			/* released: reuse, its claim committed first */
+			atomic { act = 1; rpid = me };
+			f = rfloor
+		:: act && mk != 0 && mk != me ->	/* a mark on a row it did not list: leave it */
+			lk = 0; goto done
+		:: act && mk == 0 ->
+#ifdef FREE_MARK_IS_POOLED
 			if
-			:: resv > rfloor -> rfloor = resv
+			:: rpid == POOL -> f = rfloor; goto issue
 			:: else -> skip
 			fi;
-			act = 0;
-			lk = 0
-		};
-		goto done
+#endif
+			atomic {			/* a leak: released above the reservation */
+				if
+				:: resv > rfloor -> rfloor = resv
+				:: else -> skip
+				fi;
+				act = 0;
+				lk = 0
+			};
+			goto done
+		fi
 	fi;
 issue:
 	last = f;

@@ -110,7 +110,7 @@ claim_without_committer(const Layout &layout, const Claimant &claimant, Oid reli
 								 "once their claim committed in a transaction of its own."
 							   : "No fresh worker id is left, and a released one is issued under only once its "
 								 "claim committed in a transaction of its own."),
-				 errhint("Raise max_worker_processes, or run the command again.")));
+				 errhint("Raise max_worker_processes (each keeper and claim pool takes one), or run the command again.")));
 	if (!locked_here && !logged)
 	{
 		logged = true;

@@ -47,8 +47,16 @@ constexpr uint16 pool_key_kind = 7;
 /* How long a backend waits for the pool to hand a worker over before it claims one itself. */
 constexpr int64_t hand_over_wait_ms = 200;
 
-/* Without a hand-over for this long, the pool gives its workers back and leaves. */
-constexpr int64_t claim_pool_idle_ms = 60 * 1000;
+/*
+ * Without a hand-over for this long, the pool gives its workers back and
+ * leaves: it holds a max_worker_processes slot, which claim committers (a
+ * copy's sessions have no other way to claim), keepers and parallel query
+ * need too.
+ */
+constexpr int64_t claim_pool_idle_ms = 10 * 1000;
+
+/* How often a full pool looks whether it is still wanted (the extension, a registry, worker_reuse). */
+constexpr int64_t recheck_ms = 5 * 1000;
 
 /* How often the pool looks for released workers while it has fewer than it keeps, and otherwise. */
 constexpr long refill_retry_ms = 1000;
@@ -109,6 +117,20 @@ wait_for_hand_over(Oid worker_table, int64_t worker, int32 pool_pid)
 	}
 }
 
+/* The floor of the pool's committed claim of worker, held by pool_pid; nullopt when the row is not that. */
+std::optional<int64_t>
+pooled_claim_floor(int64_t worker, int32 pool_pid)
+{
+	Oid types[3] = {INT8OID, TEXTOID, INT4OID};
+	Datum values[3] = {Int64GetDatum(worker), CStringGetTextDatum(claim_pool_name), Int32GetDatum(pool_pid)};
+
+	if (spi_run("SELECT last_time FROM uidgen.worker_node "
+				"WHERE id = $1 AND status = 'active' AND application_name = $2 AND pid = $3",
+				3, types, values, Visibility::Latest, SPI_OK_SELECT) != 1)
+		return std::nullopt;
+	return spi_is_null(0, 0) ? Generator::no_floor : spi_int64(0, 0);
+}
+
 } // namespace
 
 std::optional<Claim>
@@ -141,13 +163,27 @@ take_pooled_worker(Oid worker_table, const char *identity)
 		if (ids[i] < 0 || ids[i] > max_lockable_worker || !try_lock_worker(worker_table, ids[i]))
 			continue;
 		/* A free mark: the row is a claim whose holder is gone, not the pool's to give. */
-		if (pool_mark_held_elsewhere(worker_table, ids[i]) && wait_for_hand_over(worker_table, ids[i], pids[i]))
+		if (!pool_mark_held_elsewhere(worker_table, ids[i]))
 		{
-			/* The pool's claim, unchanged: its last_time is the floor of the release it reused. */
-			std::optional<int64_t> last_time = worker_last_time(ids[i]);
-
-			return Claim{ids[i], last_time.value_or(Generator::no_floor), true};
+			unlock_worker(worker_table, ids[i]);
+			continue;
 		}
+		if (!wait_for_hand_over(worker_table, ids[i], pids[i]))
+		{
+			/* A pool that does not answer now will not answer for the next one either. */
+			unlock_worker(worker_table, ids[i]);
+			break;
+		}
+		/*
+		 * Read again, with the locks held and the mark let go: the list was
+		 * read before the locks, and the pool may have given the worker back
+		 * (released, committed) or died in a refill since.  Only its claim,
+		 * committed and unchanged, is ours; its last_time is the floor of
+		 * the release the pool reused.
+		 */
+		std::optional<int64_t> last_time = pooled_claim_floor(ids[i], pids[i]);
+		if (last_time)
+			return Claim{ids[i], *last_time, true};
 		unlock_worker(worker_table, ids[i]);
 	}
 	return std::nullopt;
@@ -314,15 +350,19 @@ return_ready_workers()
 		{
 			if (!try_lock_worker(pool.worker_table, pool.ready[i]))
 				continue;
-			write_release(pool.ready[i], identity, worker_last_time(pool.ready[i]).value_or(0));
+			write_release(pool.ready[i], identity, worker_last_time(pool.ready[i]).value_or(0), pool_holder());
 		}
 	});
+	/*
+	 * The marks before the locks: a backend that takes a worker's locks
+	 * once the row reads released finds its mark free, and never waits for
+	 * a hand-over of a claim that is no more.
+	 */
 	pg_call([] {
 		for (int i = 0; i < pool.ready_count; i++)
-		{
-			unlock_worker(pool.worker_table, pool.ready[i]);
 			release_pool_mark(pool.worker_table, pool.ready[i]);
-		}
+		for (int i = 0; i < pool.ready_count; i++)
+			unlock_worker(pool.worker_table, pool.ready[i]);
 		pool.ready_count = 0;
 	});
 }
@@ -350,6 +390,7 @@ run_pool()
 {
 	int64_t last_hand_over = monotonic_ms();
 	int64_t next_refill = 0;
+	int64_t last_look = 0;
 
 	for (;;)
 	{
@@ -371,17 +412,23 @@ run_pool()
 			return_ready_workers();
 			return;
 		}
-		/* Fewer than it keeps, after a reload that lowered the size: the surplus goes back with the rest later. */
-		if (pool.ready_count < claim_pool_size && now >= next_refill)
+		/*
+		 * Below its size, it claims more; full, it only looks now and then
+		 * whether it is still wanted (refill(0)).  A reload that lowered the
+		 * size leaves the surplus to go back with the rest.
+		 */
+		bool below = pool.ready_count < claim_pool_size;
+		if ((below && now >= next_refill) || now - last_look >= recheck_ms)
 		{
 			int before = pool.ready_count;
 
-			if (!refill(std::min(claim_pool_size, max_claim_pool_size) - pool.ready_count))
+			last_look = now;
+			if (!refill(below ? std::min(claim_pool_size, max_claim_pool_size) - pool.ready_count : 0))
 			{
 				return_ready_workers();
 				return;
 			}
-			if (pool.ready_count == before)
+			if (below && pool.ready_count == before)
 				next_refill = now + refill_retry_ms;
 		}
 		if (wait_for_wakeup(pool.ready_count < claim_pool_size ? refill_retry_ms : pool_tick_ms))
@@ -421,6 +468,10 @@ extern "C" {
 static void
 pool_unlock_at_exit(int, Datum)
 {
+	/* The marks first, as return_ready_workers() does: a refill may be under way, its claims undecided. */
+	for (int i = 0; i < pool.ready_count; i++)
+		release_pool_mark(pool.worker_table, pool.ready[i]);
+	LockReleaseAll(USER_LOCKMETHOD, true);
 	unlock_all_workers();
 	release_database_lock();
 }

@@ -340,9 +340,9 @@ claim_is_committed(int64_t worker)
 }
 
 void
-write_release(int64_t worker, const char *identity, int64_t last_delta)
+write_release(int64_t worker, const char *identity, int64_t last_delta, const ClaimHolder &holder)
 {
-	upsert_row(worker, identity, "released", last_delta, this_backend());
+	upsert_row(worker, identity, "released", last_delta, holder);
 }
 
 void

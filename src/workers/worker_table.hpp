@@ -112,7 +112,8 @@ bool claim_is_committed(int64_t worker);
  * Marks worker released by this backend, with last_time at least
  * last_delta; inserts the row if the claim never committed.
  */
-void write_release(int64_t worker, const char *identity, int64_t last_delta);
+void write_release(int64_t worker, const char *identity, int64_t last_delta,
+				   const ClaimHolder &holder = this_backend());
 
 /*
  * Locks worker's row if it can be done at once; true also when there is no
