@@ -17,8 +17,9 @@
 #   load        the same, after LOAD 'uidgen': the library's load
 #   catalog     the same, and uid_timestamp(1): the library and its catalog
 #   uid         INSERT into a table keyed by DEFAULT uid_next(): all of it
-#   committer   the same with uidgen.claim_pool_size = 0: a claim committer
-#               started for each reused worker (2.0's path before the pool)
+#   committer   the same on a cluster with uidgen.claim_pool_size = 0: a claim
+#               committer started for each reused worker (2.0's path before
+#               the pool)
 #
 # and, on PostgreSQL 17 and later (a named DSM segment, no preload), uid with
 # uidgen.scope = server on a second cluster.  Figures: tps, the ratio to
@@ -81,6 +82,10 @@ cleanup_clusters() {
 trap cleanup_clusters EXIT
 
 new_cluster default
+# The claim pool off (a SIGHUP setting, which a session's options cannot set): 2.0's committer path.
+new_cluster nopool
+printf "uidgen.claim_pool_size = 0\n" >>"${data[nopool]}/postgresql.conf"
+"$bindir/pg_ctl" -D "${data[nopool]}" -w reload >/dev/null
 server_scope=0
 if [ "$server_major" -ge 17 ]; then
 	new_cluster server
@@ -101,12 +106,12 @@ keys=(identity load catalog uid committer)
 
 # run KEY CLIENTS ROUND: one pgbench -C run; samples tps and CPU per connection
 run() {
-	local key=$1 clients=$2 round=$3 cluster=default options="" pm cpu tps
+	local key=$1 clients=$2 round=$3 cluster=default pm cpu tps
 	[ "$key" != server ] || cluster=server
-	[ "$key" != committer ] || options="-c uidgen.claim_pool_size=0"
+	[ "$key" != committer ] || cluster=nopool
 	pm=$(head -1 "${data[$cluster]}/postmaster.pid")
 	cpu=$(children_cpu "$pm")
-	tps=$(PGOPTIONS="$options" pgbench_tps "$work/run.log" -n -C -c "$clients" -j "$(threads_for "$clients")" \
+	tps=$(pgbench_tps "$work/run.log" -n -C -c "$clients" -j "$(threads_for "$clients")" \
 		-t $((transactions / clients)) -f "$work/$key.sql" -h "${data[$cluster]}" -p "${port[$cluster]}" postgres)
 	sample churn "$key" "$clients" tps "$round" "$tps"
 	sample churn "$key" "$clients" cpu_ms "$round" \
