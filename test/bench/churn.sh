@@ -3,7 +3,7 @@
 # uidgen's defaults, against an identity column, and where the difference
 # goes (make bench-churn; test/bench/README.md, "Connection churn").
 #
-#   test/bench/churn.sh                 # 7 rounds, 1 and 8 clients: about 6 minutes
+#   test/bench/churn.sh                 # 7 rounds, 1 and 8 clients: about 10 minutes
 #   ROUNDS=3 test/bench/churn.sh        # fewer (or more) rounds
 #   test/bench/churn.sh --quick         # 2 rounds, shorter runs: checks that it works
 #   make bench-churn PG_CONFIG=/var/cache/uidgen/pg-18.6/bin/pg_config
@@ -20,22 +20,24 @@
 #   committer   the same on a cluster with uidgen.claim_pool_size = 0: a claim
 #               committer started for each reused worker (2.0's path before
 #               the pool)
+#   preload     uid, with shared_preload_libraries = 'uidgen' (a restart)
+#   server      uid in scope server (preloaded on 15, which needs it; not on
+#               17 and later, where a named DSM segment serves)
 #
-# and, on PostgreSQL 17 and later (a named DSM segment, no preload), uid with
-# uidgen.scope = server on a second cluster.  Figures: tps, the ratio to
+# each of the last three on a cluster of its own.  Figures: tps, the ratio to
 # identity paired by round (medians), and the backends' CPU per connection
 # (what the postmaster collects from its ended children), which includes the
 # exit, where a session releases its worker after the client left.  The
 # split: library load = load - identity, catalog = catalog - load, claim and
-# exit = uid - catalog, each in ms per connection.  The target of issue 36
-# (uid at most 1.10 times identity) is printed as met or missed.
+# exit = uid - catalog, each in ms per connection.  The target (uid at most
+# 1.10 times identity) is printed as met or missed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=test/bench/common.sh
 . "$here/common.sh"
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 bench_args "$@"
 bench_packages
 rounds=${ROUNDS:-7}
@@ -86,29 +88,34 @@ new_cluster default
 new_cluster nopool
 printf "uidgen.claim_pool_size = 0\n" >>"${data[nopool]}/postgresql.conf"
 "$bindir/pg_ctl" -D "${data[nopool]}" -w reload >/dev/null
-server_scope=0
-if [ "$server_major" -ge 17 ]; then
-	new_cluster server
-	printf "uidgen.scope = server\n" >>"${data[server]}/postgresql.conf"
-	"$bindir/pg_ctl" -D "${data[server]}" -w reload >/dev/null
-	server_scope=1
-fi
+# The alternatives that need a restart where a user meets them: the library
+# preloaded (scope backend), and scope server (preloaded on 15, which needs
+# it; a named DSM segment on 17 and later, which does not).
+new_cluster preload
+printf "shared_preload_libraries = 'uidgen'\n" >>"${data[preload]}/postgresql.conf"
+"$bindir/pg_ctl" -D "${data[preload]}" -l "${data[preload]}/server.log" -w restart >/dev/null
+new_cluster server
+printf "uidgen.scope = server\n" >>"${data[server]}/postgresql.conf"
+[ "$server_major" -ge 17 ] || printf "shared_preload_libraries = 'uidgen'\n" >>"${data[server]}/postgresql.conf"
+"$bindir/pg_ctl" -D "${data[server]}" -l "${data[server]}/server.log" -w restart >/dev/null
+server_preload=no
+[ "$server_major" -ge 17 ] || server_preload=yes
 
 printf 'INSERT INTO t_identity (v) VALUES (1);\n' >"$work/identity.sql"
 printf "LOAD 'uidgen';\nINSERT INTO t_identity (v) VALUES (1);\n" >"$work/load.sql"
 printf 'INSERT INTO t_identity (v) VALUES (1);\nSELECT uid_timestamp(1);\n' >"$work/catalog.sql"
 printf 'INSERT INTO t_uid (v) VALUES (1);\n' >"$work/uid.sql"
-cp "$work/uid.sql" "$work/committer.sql"
-cp "$work/uid.sql" "$work/server.sql"
+for key in committer preload server; do cp "$work/uid.sql" "$work/$key.sql"; done
 
-keys=(identity load catalog uid committer)
-[ "$server_scope" = 0 ] || keys+=(server)
+keys=(identity load catalog uid committer preload server)
 
 # run KEY CLIENTS ROUND: one pgbench -C run; samples tps and CPU per connection
 run() {
 	local key=$1 clients=$2 round=$3 cluster=default pm cpu tps
-	[ "$key" != server ] || cluster=server
-	[ "$key" != committer ] || cluster=nopool
+	case $key in
+		committer) cluster=nopool ;;
+		preload | server) cluster=$key ;;
+	esac
 	pm=$(head -1 "${data[$cluster]}/postmaster.pid")
 	cpu=$(children_cpu "$pm")
 	tps=$(pgbench_tps "$work/run.log" -n -C -c "$clients" -j "$(threads_for "$clients")" \
@@ -172,7 +179,7 @@ ms() { calc "1000 / $(median "$1" "$2" tps) * $2"; }
 		printf -- '- target %s: a new connection that inserts one row costs at most 1.10× identity with %d client(s): %.2f×\n' \
 			"$verdict" "$clients" "$ratio"
 	done
-	[ "$server_scope" = 1 ] || echo "- scope \`server\`: not measured (PostgreSQL $server_major needs shared_preload_libraries for it)"
+	echo "- \`preload\`: \`uid\` with \`shared_preload_libraries = 'uidgen'\` (a restart); \`server\`: \`uid\` in scope \`server\`, preloaded: $server_preload."
 } >"$work/report.md"
 
 name=churn
