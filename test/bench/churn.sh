@@ -155,22 +155,30 @@ ms() { calc "1000 / $(median "$1" "$2" tps) * $2"; }
 	echo
 	echo "\`test/bench/churn.sh\`: PostgreSQL $("$bindir/pg_config" --version | sed 's/^PostgreSQL //'), $commit, $(date -u +%Y-%m-%d), $rounds rounds of $transactions connections per script and client count, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg). No preload, scope \`backend\`, \`fsync\` and \`synchronous_commit\` on; every connection inserts one row (\`pgbench -C\`)."
 	echo
-	echo "| script | clients | tps | cost vs identity (paired median) | ms a connection | backend CPU ms a connection |"
+	echo "| script | clients | tps (median) | cost vs identity (paired median) | ms a connection (identity's × the ratio) | backend CPU ms a connection |"
 	echo "|---|---:|---:|---:|---:|---:|"
 	for clients in 1 8; do
 		for key in "${keys[@]}"; do
 			printf '| %s | %d | %.1f | %.2f× | %.2f | %.2f |\n' "$key" "$clients" "$(median "$key" "$clients" tps)" \
-				"$(paired "$key" "$clients")" "$(ms "$key" "$clients")" "$(median "$key" "$clients" cpu_ms)"
+				"$(paired "$key" "$clients")" "$(calc "$(ms identity "$clients") * $(paired "$key" "$clients")")" \
+				"$(median "$key" "$clients" cpu_ms)"
 		done
 	done
 	echo
-	echo "Where a connection's extra time goes (ms, from the medians; 1 client):"
+	echo "Where a connection's extra time goes, 1 client: wall clock from the paired ratios (ratio above the"
+	echo "previous script's, times identity's ms a connection) and the backends' CPU (medians):"
 	echo
-	echo "| library load | catalog | claim and exit | total above identity |"
-	echo "|---:|---:|---:|---:|"
-	printf '| %.2f | %.2f | %.2f | %.2f |\n' "$(calc "$(ms load 1) - $(ms identity 1)")" \
-		"$(calc "$(ms catalog 1) - $(ms load 1)")" "$(calc "$(ms uid 1) - $(ms catalog 1)")" \
-		"$(calc "$(ms uid 1) - $(ms identity 1)")"
+	echo "| | library load | catalog | claim and exit | total above identity |"
+	echo "|---|---:|---:|---:|---:|"
+	base=$(ms identity 1)
+	printf '| ms a connection | %.2f | %.2f | %.2f | %.2f |\n' \
+		"$(calc "($(paired load 1) - 1) * $base")" "$(calc "($(paired catalog 1) - $(paired load 1)) * $base")" \
+		"$(calc "($(paired uid 1) - $(paired catalog 1)) * $base")" "$(calc "($(paired uid 1) - 1) * $base")"
+	printf '| CPU ms a connection | %.2f | %.2f | %.2f | %.2f |\n' \
+		"$(calc "$(median load 1 cpu_ms) - $(median identity 1 cpu_ms)")" \
+		"$(calc "$(median catalog 1 cpu_ms) - $(median load 1 cpu_ms)")" \
+		"$(calc "$(median uid 1 cpu_ms) - $(median catalog 1 cpu_ms)")" \
+		"$(calc "$(median uid 1 cpu_ms) - $(median identity 1 cpu_ms)")"
 	echo
 	for clients in 1 8; do
 		ratio=$(paired uid "$clients")
