@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <new>
+#include <type_traits>
 #include <netdb.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -30,6 +31,7 @@ struct Resolution
 	int count;
 	char addresses[addresses_size];
 };
+static_assert(std::is_trivially_destructible_v<Resolution>);
 
 namespace {
 

@@ -21,6 +21,8 @@ extern "C" {
 
 #include <cstdint>
 
+#include <type_traits>
+
 namespace uidgen::pg {
 
 /*
@@ -44,6 +46,7 @@ struct RegistryHosts
 	char *hostaddr;
 	char *port;
 };
+static_assert(std::is_trivially_destructible_v<RegistryHosts>);
 
 /*
  * Resolves the host names of conninfo by deadline (monotonic_ms());
