@@ -176,7 +176,7 @@ claim_new_worker(ClaimCommit commit)
 		/* A claim the pool committed ahead needs no committer (claim_pool.hpp). */
 		std::optional<Claim> pooled;
 		if (apart && !locked_here && worker_reuse)
-			pooled = take_pooled_worker(relid, claimant.identity);
+			pooled = take_pooled_worker(relid, claimant.identity, now_delta);
 		Claim claim = pooled ? *pooled
 				: leased ? claim_leased_worker(layout, claimant, relid, now_delta, borrow_units(layout), worker_reuse,
 											   &lease)

@@ -134,18 +134,24 @@ pooled_claim_floor(int64_t worker, int32 pool_pid)
 } // namespace
 
 std::optional<Claim>
-take_pooled_worker(Oid worker_table, const char *identity)
+take_pooled_worker(Oid worker_table, const char *identity, int64_t now_delta)
 {
 	if (claim_pool_size == 0)
 		return std::nullopt;
 
-	Oid types[3] = {TEXTOID, TEXTOID, INT4OID};
-	Datum values[3] = {CStringGetTextDatum(identity), CStringGetTextDatum(claim_pool_name),
-					   Int32GetDatum(pooled_candidates)};
+	/*
+	 * As for any reuse, only a worker whose last unit has passed by this
+	 * backend's clock: the pool's clock decided when it claimed, and a
+	 * session would otherwise start borrowing ahead of its own.
+	 */
+	Oid types[4] = {TEXTOID, TEXTOID, INT4OID, INT8OID};
+	Datum values[4] = {CStringGetTextDatum(identity), CStringGetTextDatum(claim_pool_name),
+					   Int32GetDatum(pooled_candidates), Int64GetDatum(now_delta)};
 	uint64 rows = spi_run("SELECT id, pid FROM uidgen.worker_node "
 						  "WHERE status = 'active' AND origin = $1 AND application_name = $2 AND pid IS NOT NULL "
+						  "  AND last_time < $4 "
 						  "ORDER BY id LIMIT $3",
-						  3, types, values, Visibility::Latest, SPI_OK_SELECT);
+						  4, types, values, Visibility::Latest, SPI_OK_SELECT);
 	int64_t ids[pooled_candidates];
 	int32 pids[pooled_candidates];
 	int count = static_cast<int>(std::min<uint64>(rows, pooled_candidates));

@@ -47,11 +47,12 @@ constexpr const char *claim_pool_name = "uidgen claim pool";
 
 /*
  * Inside the registration's SPI connection: a worker of this database's
- * pool, handed over to this backend with its two locks held (a candidate,
- * worker_lock.hpp) and its claim committed; nullopt when the pool has none
- * ready or does not hand one over in time.
+ * pool whose last unit has passed by this backend's clock (now_delta), as
+ * for any reuse, handed over to this backend with its two locks held (a
+ * candidate, worker_lock.hpp) and its claim committed; nullopt when the
+ * pool has none ready or does not hand one over in time.
  */
-std::optional<Claim> take_pooled_worker(Oid worker_table, const char *identity);
+std::optional<Claim> take_pooled_worker(Oid worker_table, const char *identity, int64_t now_delta);
 
 /*
  * Starts this database's claim pool unless one runs (uidgen.claim_pool_size
