@@ -16,6 +16,20 @@ extern "C" {
 
 namespace uidgen::pg {
 
+namespace {
+
+/* The lock a connecting backend takes on its database, and DROP DATABASE and its kin too. */
+LOCKTAG
+database_tag()
+{
+	LOCKTAG tag;
+
+	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, MyDatabaseId, 0);
+	return tag;
+}
+
+} // namespace
+
 void
 hold_database_lock()
 {
@@ -25,19 +39,15 @@ hold_database_lock()
 void
 release_database_lock()
 {
-	LOCKTAG tag;
-
-	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, MyDatabaseId, 0);
-	if (lock_held_by_me(tag, RowExclusiveLock))
+	if (lock_held_by_me(database_tag(), RowExclusiveLock))
 		UnlockSharedObjectForSession(DatabaseRelationId, MyDatabaseId, 0, RowExclusiveLock);
 }
 
 bool
 database_wanted_elsewhere()
 {
-	LOCKTAG tag;
+	LOCKTAG tag = database_tag();
 
-	SET_LOCKTAG_OBJECT(tag, InvalidOid, DatabaseRelationId, MyDatabaseId, 0);
 	return LockHasWaiters(&tag, RowExclusiveLock, true);
 }
 

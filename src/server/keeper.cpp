@@ -11,6 +11,7 @@
 #include "pg/guard.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
+#include "pg/transaction.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/leased_reservation.hpp"
 #include "workers/claim.hpp"
@@ -54,22 +55,6 @@ SharedGenerator *kept = nullptr;
 
 /* The worker table and layout its workers were claimed under. */
 std::optional<Registration> registration;
-
-template <typename Work>
-void
-in_transaction(Work work)
-{
-	pg_call([] {
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
-	});
-	work();
-	pg_call([] {
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	});
-}
 
 int64_t
 units_of_ms(const Layout &layout, int64_t ms)

@@ -14,6 +14,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
+#include "pg/transaction.hpp"
 #include "registry/lease_table.hpp"
 #include "workers/committer.hpp"
 #include "workers/worker_lock.hpp"
@@ -231,18 +232,12 @@ static_assert(std::is_trivially_destructible_v<Pool>);
 
 Pool pool;
 
+/* A transaction of the pool's own, work inside an SPI connection as the extension owner. */
 template <typename Work>
 void
-in_transaction(Work work)
+in_spi_transaction(Work work)
 {
-	pg_call([&work] {
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		with_spi(Rights::Owner, work);
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	});
+	in_transaction([&work] { pg_call([&work] { with_spi(Rights::Owner, work); }); });
 }
 
 ClaimHolder
@@ -281,7 +276,7 @@ refill(int wanted)
 	int count = 0;
 	bool stay = true;
 
-	in_transaction([&] {
+	in_spi_transaction([&] {
 		if (!worker_reuse || !OidIsValid(get_extension_oid("uidgen", true)) || registry_configured() ||
 			server_has_registry())
 		{
@@ -347,7 +342,7 @@ return_ready_workers()
 {
 	if (pool.ready_count == 0)
 		return;
-	in_transaction([] {
+	in_spi_transaction([] {
 		if (!OidIsValid(get_extension_oid("uidgen", true)) || worker_table_relid() != pool.worker_table)
 			return;
 		const char *identity = database_identity();
@@ -474,9 +469,11 @@ extern "C" {
 static void
 pool_unlock_at_exit(int, Datum)
 {
-	/* The marks first, as return_ready_workers() does: a refill may be under way, its claims undecided. */
-	for (int i = 0; i < pool.ready_count; i++)
-		release_pool_mark(pool.worker_table, pool.ready[i]);
+	/*
+	 * The marks first, as return_ready_workers() does, a refill's included
+	 * (its claims undecided): every advisory lock, which PostgreSQL would
+	 * release only after the workers' object locks below.
+	 */
 	LockReleaseAll(USER_LOCKMETHOD, true);
 	unlock_all_workers();
 	release_database_lock();
