@@ -11,8 +11,9 @@
 # beside the new one (12,680 and 27,385 duplicates on the first version of
 # this test; the review counted 3,520,386 and 1,367,807).
 #
-# With worker_bits 2 and blocks of one worker the fleet has three blocks,
-# and blocks 1 and 2 lapse together: the agent gets block 1 back for sure.
+# With worker_bits 2 and blocks of one worker the fleet has three blocks;
+# blocks 1 and 2 lapse together, and block 2 is then held back at the
+# registry, so that the agent gets block 1 back for sure.
 use strict;
 use warnings;
 
@@ -120,6 +121,10 @@ poll_for($member, 60, q{SELECT count(*) = 0 FROM uidgen.registry_status WHERE le
   or die 'the leases did not lapse: ' . blocks();
 $registry->poll_query_until('registry', q{SELECT bool_and(reusable_after < now()) FROM uidgen.worker_block WHERE block IN (1, 2)})
   or die 'blocks 1 and 2 did not become reusable';
+# Block 1 alone is left to lease: the registry hands out the block that
+# became reusable first, which may be block 2 (its lease may have been
+# renewed last), and the scenario needs the worker session a still holds.
+$locker->query_safe(q{UPDATE uidgen.worker_block SET reusable_after = now() + interval '1 hour' WHERE block = 2});
 $locker->query_safe('COMMIT');
 $locker->quit;
 pass('the leases of blocks 1 and 2 lapsed while renewals failed');
