@@ -4,6 +4,8 @@
  */
 #include "core/horizon.hpp"
 
+#include "core/cpp_only.hpp"
+
 #include <algorithm>
 
 namespace uidgen {

@@ -77,6 +77,12 @@ public:
 	int64_t unit_ms() const { return unit_ms_; }
 	/* The time units a span of ms (>= 0) reaches into: rounded up, so that a margin is never cut short. */
 	int64_t units_covering(int64_t ms) const { return (ms + unit_ms_ - 1) / unit_ms_; }
+	/*
+	 * The whole time units within a span of ms (>= 0), at least one: rounded
+	 * down, for a margin or a raise where a unit less is the safe side (each
+	 * use says why), never for a bound that must cover the span.
+	 */
+	int64_t units_within(int64_t ms) const { return ms < unit_ms_ ? 1 : ms / unit_ms_; }
 
 	int64_t max_delta() const { return max_delta_; }
 	int64_t max_worker() const { return max_worker_; }

@@ -4,6 +4,8 @@
  */
 #include "core/resolver.hpp"
 
+#include "core/cpp_only.hpp"
+
 #include <atomic>
 #include <cerrno>
 #include <csignal>

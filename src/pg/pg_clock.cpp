@@ -14,6 +14,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <ctime>
 
 namespace uidgen::pg {
 
@@ -37,5 +38,14 @@ PgClock::sleep_ms(int64_t ms)
 }
 
 PgClock the_backend_clock;
+
+int64_t
+monotonic_ms()
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
 
 } // namespace uidgen::pg

@@ -32,4 +32,10 @@ backend_clock()
 	return the_backend_clock;
 }
 
+/*
+ * Milliseconds of CLOCK_MONOTONIC, the same in every process of the
+ * machine and never stepped: what leases are timed by on a member.
+ */
+int64_t monotonic_ms();
+
 } // namespace uidgen::pg

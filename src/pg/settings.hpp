@@ -35,6 +35,14 @@ extern int max_server_databases;	/* slots for server-wide generators (shared_sta
  * while it waits in select()); 0, the default, is the system clock.
  */
 extern int debug_clock_offset_ms;
+/* uidgen.registry: the libpq connection string of the registry; empty for none. */
+extern char *registry_setting;
+
+inline bool
+registry_configured()
+{
+	return registry_setting != nullptr && registry_setting[0] != '\0';
+}
 
 inline Scope
 current_scope()

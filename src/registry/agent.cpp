@@ -110,7 +110,7 @@ renewal_due(const LeaseTable *state, int64_t now_mono)
 	{
 		const LeasedBlock &b = state->blocks[i];
 
-		if (b.deadline_mono_ms - now_mono < b.lease_ms * 5 / 6)
+		if (uidgen::renewal_due(b.deadline_mono_ms - now_mono, b.lease_ms))
 			return true;
 	}
 	for (int i = 0; i < state->ngrants; i++)
@@ -134,7 +134,7 @@ spare_workers(const LeaseTable *state, int64_t now_mono)
 	{
 		const LeasedBlock &b = state->blocks[i];
 
-		if (b.deadline_mono_ms - now_mono > b.lease_ms / 3)
+		if (counts_as_spare(b.deadline_mono_ms - now_mono, b.lease_ms))
 			spare += b.last_worker - b.next_worker + 1;
 	}
 	for (int i = 0; i < state->ngrants; i++)
@@ -578,17 +578,18 @@ fetch_rules()
 	const char *what = "reading the registry's rules";
 	if (!reply_has_shape(r, what, 1, 10))
 		return false;
-	int64_t v[10];
+	RulesReply reply{};
+	int64_t *column[] = {&reply.time_bits,	  &reply.worker_bits,  &reply.seq_bits,	  &reply.epoch_ms,
+						 &reply.unit_ms,	  &reply.max_borrow_ms, &reply.lease_ttl_ms, &reply.block_size,
+						 &reply.max_clock_skew_ms, &reply.clock_ms};
 	for (int col = 0; col < 10; col++)
 	{
-		if (!reply_int64(r, what, 0, col, &v[col]))
+		if (!reply_int64(r, what, 0, col, column[col]))
 			return false;
 	}
 	PQclear(r);
-	/* The same bounds as a layout's (core/layout.hpp), and rules that make sense. */
-	if (v[0] < 1 || v[1] < 1 || v[2] < 1 || v[0] > 63 || v[1] > 63 || v[2] > 63 || v[0] + v[1] + v[2] > 63 ||
-		(v[4] != 1 && v[4] != 1000) || v[5] < 0 || v[6] <= 0 || v[7] < 1 || v[7] > PG_INT32_MAX || v[8] < 0 || v[9] <= 0 ||
-		v[9] > PG_INT64_MAX / 2)
+	std::optional<RegistryRules> checked = checked_rules(reply);
+	if (!checked)
 	{
 		char problem[384];
 
@@ -596,34 +597,25 @@ fetch_rules()
 				 "the registry's rules are out of range: time_bits %lld, worker_bits %lld, seq_bits %lld, "
 				 "unit_ms %lld, max_borrow_ms %lld, lease_ttl_ms %lld, block_size %lld, max_clock_skew_ms %lld, "
 				 "clock_ms %lld",
-				 static_cast<long long>(v[0]), static_cast<long long>(v[1]), static_cast<long long>(v[2]),
-				 static_cast<long long>(v[4]), static_cast<long long>(v[5]), static_cast<long long>(v[6]),
-				 static_cast<long long>(v[7]), static_cast<long long>(v[8]), static_cast<long long>(v[9]));
+				 static_cast<long long>(reply.time_bits), static_cast<long long>(reply.worker_bits),
+				 static_cast<long long>(reply.seq_bits), static_cast<long long>(reply.unit_ms),
+				 static_cast<long long>(reply.max_borrow_ms), static_cast<long long>(reply.lease_ttl_ms),
+				 static_cast<long long>(reply.block_size), static_cast<long long>(reply.max_clock_skew_ms),
+				 static_cast<long long>(reply.clock_ms));
 		record_bad_reply(nullptr, what, problem);
 		return false;
 	}
-	RegistryRules rules{};
-	rules.time_bits = static_cast<int>(v[0]);
-	rules.worker_bits = static_cast<int>(v[1]);
-	rules.seq_bits = static_cast<int>(v[2]);
-	rules.epoch_ms = v[3];
-	rules.unit_ms = static_cast<int>(v[4]);
-	rules.max_borrow_ms = v[5];
-	rules.lease_ttl_ms = v[6];
-	rules.block_size = static_cast<int>(v[7]);
-	rules.max_clock_skew_ms = v[8];
-	int64_t registry_clock = v[9];
+	RegistryRules rules = *checked;
 
-	int64_t offset = registry_clock - (sent + received) / 2;
-	int64_t uncertainty = (received - sent + 1) / 2;
-	if (std::abs(offset) - uncertainty > rules.max_clock_skew_ms)
+	ClockOffset offset = clock_offset(sent, received, reply.clock_ms);
+	if (offset.beyond(rules.max_clock_skew_ms))
 	{
 		char message[error_text_size];
 
 		snprintf(message, sizeof(message),
 				 "this server's clock and the registry's differ by %lld ms, more than its max_clock_skew of "
 				 "%lld ms; synchronize the clocks",
-				 static_cast<long long>(offset), static_cast<long long>(rules.max_clock_skew_ms));
+				 static_cast<long long>(offset.offset_ms), static_cast<long long>(rules.max_clock_skew_ms));
 		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
 		return false;
 	}
@@ -1004,10 +996,8 @@ claim_block(LeaseTable *state)
 bool
 block_wanted(const LeaseTable *state, int64_t now_mono)
 {
-	int64_t spare = spare_workers(state, now_mono);
-
-	return state->nblocks < max_leased_blocks &&
-		   ((state->waiting > 0 && spare == 0) || spare < (state->rules.block_size + 1) / 2);
+	return uidgen::block_wanted(state->nblocks, max_leased_blocks, state->waiting, spare_workers(state, now_mono),
+								state->rules.block_size);
 }
 
 /*

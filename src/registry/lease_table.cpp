@@ -145,13 +145,6 @@ parse_lease_id(const char *text, LeaseId *id)
 	return byte == 16;
 }
 
-Layout
-RegistryRules::layout() const
-{
-	return Layout(time_bits, worker_bits, seq_bits, epoch_ms,
-				  unit_ms == 1000 ? TimeUnit::Second : TimeUnit::Millisecond);
-}
-
 Size
 lease_table_size()
 {
@@ -198,15 +191,6 @@ server_has_registry()
 	bool has = attached->status != AgentStatus::Off;
 	LWLockRelease(&attached->lock);
 	return has;
-}
-
-int64_t
-monotonic_ms()
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
 }
 
 void
@@ -611,15 +595,8 @@ lease_cap_delta(const LeaseId &lease, const Layout &layout)
 	if (!held)
 		return std::nullopt;
 	const auto &[block, max_borrow] = *held;
-	int64_t left = block.deadline_mono_ms - monotonic_ms();
-	if (left <= 0)
-		return std::nullopt;
-	/*
-	 * The registry's ceiling decides: the next holder starts above it
-	 * whatever this server's clock says.  The cap by this clock only stops
-	 * a server from borrowing further ahead than its lease lasts.
-	 */
-	return std::min(block.ceiling_delta, layout.delta_at(backend_clock().now_ms() + left + max_borrow));
+	return lease_cap(layout, block.ceiling_delta, block.deadline_mono_ms - monotonic_ms(), backend_clock().now_ms(),
+					 max_borrow);
 }
 
 std::optional<int64_t>

@@ -21,6 +21,7 @@
 #pragma once
 
 #include "core/layout.hpp"
+#include "core/lease_policy.hpp"
 
 extern "C" {
 #include "postgres.h"
@@ -37,15 +38,6 @@ extern "C" {
 
 namespace uidgen::pg {
 
-/* The libpq connection string of uidgen.registry; empty for none (defined in module.cpp). */
-extern char *registry_setting;
-
-inline bool
-registry_configured()
-{
-	return registry_setting != nullptr && registry_setting[0] != '\0';
-}
-
 enum class AgentStatus : int
 {
 	Off,		/* no registry set */
@@ -54,22 +46,7 @@ enum class AgentStatus : int
 	Failed,		/* the last attempt failed: see error */
 };
 
-/* What the registry decides for the whole fleet, adopted by members. */
-struct RegistryRules
-{
-	int time_bits;
-	int worker_bits;
-	int seq_bits;
-	int64_t epoch_ms;
-	int unit_ms;
-	int64_t max_borrow_ms;
-	int64_t lease_ttl_ms;
-	int block_size;
-	int64_t max_clock_skew_ms;
-
-	Layout layout() const;
-};
-static_assert(std::is_trivially_destructible_v<RegistryRules>);
+/* What the registry decides for the whole fleet, adopted by members: RegistryRules (core/lease_policy.hpp). */
 
 /* A lease ID: names one lease of one block, drawn by the registry (a UUID; all zero for none). */
 struct LeaseId
@@ -216,9 +193,6 @@ void count_join();
  * a session that has not processed the reload yet does not share.
  */
 bool server_has_registry();
-
-/* Milliseconds of CLOCK_MONOTONIC, the same in every process of the machine. */
-int64_t monotonic_ms();
 
 /*
  * A worker for database from this server life's blocks, with the unit it

@@ -6,6 +6,7 @@
 #include "layout/catalog.hpp"
 #include "pg/guard.hpp"
 #include "pg/identity.hpp"
+#include "pg/pg_clock.hpp"
 #include "pg/time_convert.hpp"
 #include "registry/lease_table.hpp"
 

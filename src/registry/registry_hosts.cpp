@@ -5,6 +5,7 @@
 #include "registry/registry_hosts.hpp"
 
 #include "core/resolver.hpp"
+#include "pg/pg_clock.hpp"
 #include "registry/lease_table.hpp"
 
 extern "C" {

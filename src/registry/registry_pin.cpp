@@ -5,6 +5,7 @@
  */
 #include "registry/registry_pin.hpp"
 
+#include "pg/pg_clock.hpp"
 #include "registry/lease_table.hpp"
 
 extern "C" {

@@ -4,6 +4,7 @@
  */
 #include "server/keeper.hpp"
 
+#include "core/raise_policy.hpp"
 #include "core/shared_cursor.hpp"
 #include "layout/catalog.hpp"
 #include "layout/reservation.hpp"
@@ -55,12 +56,6 @@ SharedGenerator *kept = nullptr;
 
 /* The worker table and layout its workers were claimed under. */
 std::optional<Registration> registration;
-
-int64_t
-units_of_ms(const Layout &layout, int64_t ms)
-{
-	return std::max<int64_t>(1, ms / layout.unit_ms());
-}
 
 void
 publish(SharedGenerator *g, const Registration &r, int64_t reserved)
@@ -211,10 +206,12 @@ raise_reservations(SharedGenerator *g, const Layout &layout)
 	 * Past the cap by more than a backend may borrow and a raise's reach,
 	 * which chunks taken by backends waiting at the cap never are: refused,
 	 * naming the offset; the next keeper starts from the clock (test 069).
+	 * The margin in whole units, rounded down: a unit less refuses sooner,
+	 * never later, and the cap holds either way.
 	 */
 	if (registration->leased)
 		refuse_unless_covered(registration->claim.worker, layout, registration->lease,
-							  words.delta_of(word) - units_of_ms(layout, max_borrow_ms + raise_ahead_ms), own_cap);
+							  words.delta_of(word) - layout.units_within(max_borrow_ms + raise_ahead_ms), own_cap);
 	/*
 	 * Nor with its own clock past the cap, as at its start: it would raise
 	 * the database's reservation, and every join floor read from it, to the
@@ -224,26 +221,18 @@ raise_reservations(SharedGenerator *g, const Layout &layout)
 		refuse_unless_covered(registration->claim.worker, layout, registration->lease, now, own_cap);
 	/*
 	 * Private workers' generators ask with wanted_until: the cursor does not
-	 * know how far they went.  No further than a backend may borrow: what
-	 * one asked while its clock was far ahead stays there after the clock
-	 * is right.
+	 * know how far they went (core/raise_policy.hpp).  Both spans in whole
+	 * units, rounded down: a raise that falls a unit short makes a
+	 * generator wait for the next one, never issue past the mark, which is
+	 * durable before it is published.
 	 */
-	int64_t wanted = std::min(g->wanted_until.load(), now + units_of_ms(layout, max_borrow_ms));
-	int64_t needed = std::max({now, words.delta_of(word), wanted}) + units_of_ms(layout, raise_ahead_ms);
-
-	/*
-	 * Only as far as some worker still short of it may go: what a backend
-	 * asked for while its clock ran ahead (wanted_until) would otherwise
-	 * lift the database's reservation, and every join floor read from it,
-	 * far past what the leases let it issue, and the next workers would
-	 * wait for that (nemesis seed 91).
-	 */
-	int64_t target = Generator::no_floor;
-	if (g->reserved_until.load() < std::min(needed, own_cap))
-		target = std::min(needed, own_cap);
+	int64_t needed = raise_needed(now, words.delta_of(word), g->wanted_until.load(), layout.units_within(max_borrow_ms),
+								  layout.units_within(raise_ahead_ms));
+	CoveredWorker covered_privates[max_private_workers];
 	for (int i = 0; i < privates.count; i++)
-		if (privates.cap[i] && privates.lent[i].reserved_until < std::min(needed, *privates.cap[i]))
-			target = std::max(target, std::min(needed, *privates.cap[i]));
+		covered_privates[i] = CoveredWorker{privates.lent[i].reserved_until, privates.cap[i]};
+	int64_t target = raise_target(needed, CoveredWorker{g->reserved_until.load(), own_cap}, covered_privates,
+								  privates.count);
 	if (target == Generator::no_floor)
 		return;
 
@@ -401,7 +390,7 @@ run_keeper(SharedGenerator *g)
 		if (registration->leased)
 			refuse_unless_covered(registration->claim.worker, registration->layout, registration->lease, first,
 								  lease_cap_delta(registration->lease, registration->layout));
-		int64_t raised = reservation.extend(std::min({first + units_of_ms(registration->layout, raise_ahead_ms),
+		int64_t raised = reservation.extend(std::min({first + registration->layout.units_within(raise_ahead_ms),
 													  cursor_cap(registration->layout),
 													  registration->layout.max_delta()}));
 		/* The cap after the raise, in a statement of its own (raise_reservations() says why). */

@@ -5,6 +5,7 @@
 #include "workers/committer.hpp"
 
 #include "pg/database_worker.hpp"
+#include "pg/pg_clock.hpp"
 #include "registry/lease_table.hpp"
 
 extern "C" {

@@ -202,6 +202,17 @@ TEST(LayoutTimeUnit, UnitsCoveringRoundUp)
 	EXPECT_EQ(s.units_covering(2500), 3);
 }
 
+/* A margin that may be a unit short rounds down, but never to nothing: a raise always moves. */
+TEST(LayoutTimeUnit, UnitsWithinRoundDown)
+{
+	Layout s(31, 22, 10, kDefaultEpoch, TimeUnit::Second);
+	EXPECT_EQ(Layout::default_layout().units_within(5000), 5000);
+	EXPECT_EQ(s.units_within(0), 1);
+	EXPECT_EQ(s.units_within(999), 1);
+	EXPECT_EQ(s.units_within(1999), 1);
+	EXPECT_EQ(s.units_within(5500), 5);
+}
+
 TEST(LayoutTimeUnit, RejectedNames)
 {
 	for (const char *name : {"", "minute", "hour", "day", "microsecond", "us", "ns", "m", "x", "ms ", " s",
