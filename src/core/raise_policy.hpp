@@ -20,6 +20,14 @@
 
 namespace uidgen {
 
+/*
+ * How far ahead of the clock, the cursor and what was asked the keeper
+ * raises the mark, so that no generator waits for a raise while the
+ * keeper's last one lasts; also how close they may come to it before the
+ * keeper raises it again.
+ */
+constexpr int64_t raise_ahead_ms = 5000;
+
 /* A worker the mark covers: how far its reservation reaches, and its lease's cap (nullopt: it ended). */
 struct CoveredWorker
 {

@@ -45,9 +45,6 @@ namespace uidgen::pg {
 
 namespace {
 
-/* How close the cursor or the clock may come to the reservation before the keeper raises it. */
-constexpr int64_t raise_ahead_ms = 5000;
-
 /* How often the keeper looks at its generator when nobody asks it anything. */
 constexpr long tick_ms = 1000;
 
