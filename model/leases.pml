@@ -261,7 +261,7 @@ active proctype world()
 				if
 				:: REASSERT_ALLOWED ->
 #ifndef REASSERT_MOVES_OTHER_LIFE
-					/* never another life's row (issue 32 item 5; not yet enforced) */
+					/* never another life's row (R8; registry_renew()) */
 					if :: row_life[b] != 0 && row_life[b] != p_life -> goto renewed :: else -> skip fi;
 #endif
 					row_life[b] = p_life; row_lid[b] = p_lid; row_rel[b] = false;

@@ -99,11 +99,22 @@ CREATE TABLE uidgen.server_life (
 	databases         text[] NOT NULL DEFAULT '{}',
 	joined_at         timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	last_seen         timestamptz NOT NULL DEFAULT pg_catalog.now(),
-	member_role       name NOT NULL DEFAULT session_user
+	member_role       name NOT NULL
 );
 COMMENT ON TABLE uidgen.server_life IS 'Server lives (postmaster starts) that leased worker blocks; for people';
 COMMENT ON COLUMN uidgen.server_life.member_role
-	IS 'The role the life''s agent connects as: only it claims and renews under the life';
+	IS 'The member role of the life''s agent (registry_member_role()): only it claims and renews under the life';
+
+-- Which member role a system identifier belongs to, bound at the first call
+-- under it: one member role cannot claim or renew under another's system
+-- identifier, and so cannot push that member to max_system_blocks.
+CREATE TABLE uidgen.member_system (
+	system_identifier text PRIMARY KEY,
+	member_role       name NOT NULL,
+	bound_at          timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE uidgen.member_system
+	IS 'The member role each system identifier is bound to; uid_registry_rebind() moves it';
 
 -- Block b holds worker ids (b - 1) * block_size + 1 to b * block_size.
 CREATE TABLE uidgen.worker_block (
@@ -188,14 +199,15 @@ INSERT INTO uidgen.registry_identity DEFAULT VALUES;
 REVOKE ALL ON uidgen.registry_identity FROM PUBLIC;
 GRANT SELECT ON uidgen.registry_identity TO PUBLIC;
 
-REVOKE ALL ON uidgen.registry_config, uidgen.registry_state, uidgen.server_life, uidgen.worker_block,
-	uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership FROM PUBLIC;
-GRANT SELECT ON uidgen.registry_config, uidgen.registry_state, uidgen.server_life, uidgen.worker_block,
-	uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership TO PUBLIC;
+REVOKE ALL ON uidgen.registry_config, uidgen.registry_state, uidgen.server_life, uidgen.member_system,
+	uidgen.worker_block, uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership FROM PUBLIC;
+GRANT SELECT ON uidgen.registry_config, uidgen.registry_state, uidgen.server_life, uidgen.member_system,
+	uidgen.worker_block, uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership TO PUBLIC;
 
 SELECT pg_catalog.pg_extension_config_dump('uidgen.registry_config', '');
 SELECT pg_catalog.pg_extension_config_dump('uidgen.registry_state', '');
 SELECT pg_catalog.pg_extension_config_dump('uidgen.server_life', '');
+SELECT pg_catalog.pg_extension_config_dump('uidgen.member_system', '');
 SELECT pg_catalog.pg_extension_config_dump('uidgen.worker_block', '');
 SELECT pg_catalog.pg_extension_config_dump('uidgen.worker_block_lease', '');
 SELECT pg_catalog.pg_extension_config_dump('uidgen.worker_grant', '');
@@ -260,7 +272,7 @@ DECLARE
 	t text;
 BEGIN
 	FOREACH t IN ARRAY ARRAY['config', 'worker_node', 'registry_config', 'registry_state', 'server_life',
-	                         'worker_block', 'worker_block_lease', 'worker_grant', 'membership']
+	                         'member_system', 'worker_block', 'worker_block_lease', 'worker_grant', 'membership']
 	LOOP
 		EXECUTE format('CREATE TRIGGER skip_replicated_write BEFORE INSERT OR UPDATE OR DELETE ON uidgen.%I '
 		               'FOR EACH ROW EXECUTE FUNCTION uidgen.skip_replicated_write()', t);
@@ -282,6 +294,34 @@ CREATE TRIGGER skip_replicated_truncate BEFORE TRUNCATE ON uidgen.registry_ident
 ALTER TABLE uidgen.registry_identity ENABLE ALWAYS TRIGGER skip_replicated_truncate;
 
 -- ---- the registry's side: what members call over libpq --------------------
+
+-- A member's calls run as statements of their own (the agent sends each
+-- alone): a call inside a transaction block is refused, since whatever rows
+-- it locked would stay locked while the block is open, and other members
+-- would wait for them.  No call takes a lock that another member's calls
+-- wait for: rows of its own life and system identifier, a block it is
+-- leasing (skipped by others), and the state row only when it records a
+-- change, which others skip (registry_check_state()).
+CREATE FUNCTION uidgen.registry_refuse_transaction_block(call text) RETURNS void
+AS 'MODULE_PATHNAME', 'registry_refuse_transaction_block'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+-- The member role a call comes from: the role its session set (SET ROLE,
+-- or options='-c role=...' in uidgen.registry, so that rotating login roles
+-- of one group keep the group's bindings), else its login role; never
+-- current_user, the definer's inside registry_claim() and registry_renew().
+CREATE FUNCTION uidgen.registry_member_role() RETURNS name
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT CASE WHEN current_setting('role') = 'none' THEN session_user ELSE current_setting('role')::name END
+$$;
+
+-- The key of the transaction-level advisory lock a call holds while it
+-- writes block b's row: a claim or a re-assertion that finds it taken
+-- skips the block rather than wait for the transaction that holds it.
+CREATE FUNCTION uidgen.registry_block_key(b bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT hashtextextended('uidgen.worker_block ' || b, 0)
+$$;
 
 -- The layout and rules members adopt; refused on a standby.
 CREATE FUNCTION uidgen.registry_rules(
@@ -375,7 +415,9 @@ BEGIN
 	END IF;
 	-- The WAL file name begins with the timeline WAL is written on now.
 	tli := ('x' || substr(pg_walfile_name(pg_current_wal_insert_lsn()), 1, 8))::bit(32)::int;
-	SELECT * INTO STRICT st FROM uidgen.registry_state FOR UPDATE;
+	-- Read without a lock: a member's open call must not make the others
+	-- wait (registry_refuse_transaction_block()).
+	SELECT * INTO STRICT st FROM uidgen.registry_state;
 	IF st.system_identifier IS DISTINCT FROM sys OR st.database_oid IS DISTINCT FROM db
 	   OR st.timeline IS DISTINCT FROM tli OR st.server_started_at IS DISTINCT FROM born THEN
 		-- Only a registry whose state was never recorded has nothing to
@@ -385,9 +427,12 @@ BEGIN
 		IF st.system_identifier IS NOT NULL OR EXISTS (SELECT FROM uidgen.worker_block) THEN
 			st.quarantine_until := greatest(st.quarantine_until, now() + uidgen.registry_holder_bound());
 		END IF;
-		UPDATE uidgen.registry_state
+		-- One call records the change; another that finds the row locked
+		-- goes on with the quarantine it computed, which is as long.
+		UPDATE uidgen.registry_state r
 		   SET system_identifier = sys, database_oid = db, timeline = tli, server_started_at = born,
-		       quarantine_until = st.quarantine_until;
+		       quarantine_until = greatest(r.quarantine_until, st.quarantine_until)
+		 WHERE r.singleton IN (SELECT l.singleton FROM uidgen.registry_state l FOR UPDATE SKIP LOCKED);
 	END IF;
 	quarantine_until := st.quarantine_until;
 	-- A new registry and one created again look alike (no block leased):
@@ -413,24 +458,44 @@ CREATE FUNCTION uidgen.registry_touch_life(life uuid, system_identifier text, ti
                                            databases text[])
 RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	caller name := uidgen.registry_member_role();
+	bound  name;
 BEGIN
+	-- A system identifier is whatever the caller sends: bound to the member
+	-- role that first used it, so that no other role claims under it.
+	INSERT INTO uidgen.member_system AS m (system_identifier, member_role)
+	VALUES (registry_touch_life.system_identifier, caller)
+	ON CONFLICT ON CONSTRAINT member_system_pkey DO NOTHING;
+	SELECT m.member_role INTO bound FROM uidgen.member_system m
+	 WHERE m.system_identifier = registry_touch_life.system_identifier;
+	IF bound <> caller THEN
+		RAISE EXCEPTION 'uidgen system identifier % belongs to member role %', system_identifier, bound
+			USING ERRCODE = 'insufficient_privilege',
+			      DETAIL = format('This call''s member role is %I.', caller),
+			      HINT = 'Connect as that role, or as a role that sets it (options=''-c role=...''), or move the '
+			             'system identifier to another role with uid_registry_rebind() at the registry.';
+	END IF;
 	-- Life tokens are readable by every member role (server_life is for
 	-- people), so a life is bound to the role that first used it: another
-	-- role could otherwise keep its blocks alive or lease under it.
-	-- session_user, since current_user is the definer's in registry_claim()
-	-- and registry_renew().
+	-- role could otherwise keep its blocks alive or lease under it.  Looked
+	-- at before the upsert, which would lock the other role's row.
+	SELECT l.member_role INTO bound FROM uidgen.server_life l WHERE l.life = registry_touch_life.life;
+	IF FOUND AND bound <> caller THEN
+		RAISE EXCEPTION 'uidgen server life % belongs to another member role', life
+			USING ERRCODE = 'insufficient_privilege',
+			      DETAIL = format('Only role %I claims and renews under it; this call''s member role is %I.',
+			                      bound, caller);
+	END IF;
 	INSERT INTO uidgen.server_life AS l (life, system_identifier, timeline, host, port, databases, member_role)
-	VALUES (life, system_identifier, timeline, host, port, databases, session_user)
+	VALUES (life, system_identifier, timeline, host, port, databases, caller)
 	ON CONFLICT ON CONSTRAINT server_life_pkey DO UPDATE
 	   SET timeline = excluded.timeline, last_seen = now(),
 	       databases = ARRAY(SELECT DISTINCT d FROM unnest(l.databases || excluded.databases) d ORDER BY 1)
 	 WHERE l.member_role = excluded.member_role;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'uidgen server life % belongs to another member role', life
-			USING ERRCODE = 'insufficient_privilege',
-			      DETAIL = format('Only role %I claims and renews under it; this session''s role is %I.',
-			                      (SELECT l.member_role FROM uidgen.server_life l WHERE l.life = registry_touch_life.life),
-			                      session_user);
+			USING ERRCODE = 'insufficient_privilege';
 	END IF;
 END
 $$;
@@ -456,15 +521,18 @@ DECLARE
 	ceiling bigint;	-- ceiling_delta, likewise
 	lease_length interval;
 BEGIN
+	PERFORM uidgen.registry_refuse_transaction_block('registry_claim');
 	-- Not an error: what registry_check_state() noticed must commit.
 	IF state.quarantined THEN
 		held_back_until := state.quarantine_until;
 		RETURN;
 	END IF;
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
-	-- Claims are rare: one at a time.
-	LOCK TABLE uidgen.worker_block IN EXCLUSIVE MODE;
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
+	-- The claims of one system identifier (bound to this member role) one at
+	-- a time, so that its count of blocks below holds; other members' claims
+	-- never wait for them.
+	PERFORM pg_advisory_xact_lock(hashtextextended('uidgen.registry_claim ' || caller_system, 0));
 
 	-- Every restart is a new life whose blocks stay out of the pool until
 	-- they are reusable: a server in a crash loop would take them all.
@@ -479,8 +547,9 @@ BEGIN
 			             'uid_registry_release(), or raise max_system_blocks with uid_registry_configure().';
 	END IF;
 
+	-- A block another claim is taking is skipped, never waited for.
 	SELECT * INTO spent FROM uidgen.worker_block b
-	 WHERE b.reusable_after < now() ORDER BY b.reusable_after, b.block LIMIT 1;
+	 WHERE b.reusable_after < now() ORDER BY b.reusable_after, b.block LIMIT 1 FOR UPDATE SKIP LOCKED;
 	IF FOUND THEN
 		block := spent.block;
 		first_worker := spent.first_worker;
@@ -494,6 +563,10 @@ BEGIN
 		floor_delta := greatest(spent.ceiling_delta, uidgen.registry_delta(now()));
 	ELSE
 		block := coalesce((SELECT max(b.block) FROM uidgen.worker_block b), 0) + 1;
+		-- Likewise a number that another claim is writing now.
+		WHILE NOT pg_try_advisory_xact_lock(uidgen.registry_block_key(block)) LOOP
+			block := block + 1;
+		END LOOP;
 		first_worker := (block - 1) * cfg.block_size + 1;
 		last_worker := least(block * cfg.block_size, top);
 		-- A block this registry never leased may still have been leased by
@@ -568,8 +641,10 @@ DECLARE
 	g     uuid;
 	c     bigint;
 	top_c bigint;
+	held  uidgen.worker_block;
 	lease_length interval;
 BEGIN
+	PERFORM uidgen.registry_refuse_transaction_block('registry_renew');
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
 	lease_length := uidgen.registry_lease_length(life);
@@ -597,7 +672,25 @@ BEGIN
 			-- life's age is lost state too): recorded so, its ceiling and end
 			-- are at least those the member holds, within the clock bound.
 			c := uidgen.registry_delta(now() + cfg.lease_ttl + cfg.max_borrow);
-			LOCK TABLE uidgen.worker_block IN EXCLUSIVE MODE;
+			-- Only a block of the layout (a number beyond it would make every
+			-- later claim fail), under a lease ID the registry knows for no
+			-- other life, and never another life's row (R8): a member role
+			-- could otherwise take a block a member holds.  A life whose block
+			-- a restore shows as another's renews nothing, and issues until
+			-- its lease ends: the quarantine covers its ceiling (INV-16).
+			CONTINUE WHEN b < 1 OR (b - 1) * cfg.block_size + 1 > top;
+			CONTINUE WHEN EXISTS (SELECT FROM uidgen.worker_block_lease h
+			                       WHERE h.lease_id = g AND h.life <> registry_renew.life);
+			SELECT * INTO held FROM uidgen.worker_block w WHERE w.block = b;
+			CONTINUE WHEN FOUND AND held.life <> registry_renew.life;
+			-- Never waits for another call: a block whose row, or whose new
+			-- number, another call is writing is skipped.
+			IF FOUND THEN
+				PERFORM FROM uidgen.worker_block w WHERE w.block = b FOR UPDATE SKIP LOCKED;
+				CONTINUE WHEN NOT FOUND;
+			ELSE
+				CONTINUE WHEN NOT pg_try_advisory_xact_lock(uidgen.registry_block_key(b));
+			END IF;
 			INSERT INTO uidgen.worker_block AS w
 			       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after,
 			        lease_id, ceiling_delta)
@@ -613,7 +706,7 @@ BEGIN
 			 -- that lapsed and whose block went to another lease since (a
 			 -- member that missed its lapse, frozen or suspended) starts
 			 -- below the newer lease's ceiling, and is not revived.
-			 WHERE w.ceiling_delta <= floors[i]
+			 WHERE w.ceiling_delta <= floors[i] AND w.life = excluded.life
 			RETURNING w.ceiling_delta INTO top_c;
 			CONTINUE WHEN NOT FOUND;
 			INSERT INTO uidgen.worker_block_lease
@@ -632,6 +725,8 @@ BEGIN
 	INSERT INTO uidgen.worker_grant AS wg (life, worker, database, lease_id)
 	SELECT registry_renew.life, w, d, u.g FROM unnest(grant_workers, grant_databases, grant_leases) AS u(w, d, g)
 	 WHERE u.g IS NOT NULL
+	   -- Only grants of this life's leases: another's rows are not its to write.
+	   AND EXISTS (SELECT FROM uidgen.worker_block_lease h WHERE h.lease_id = u.g AND h.life = registry_renew.life)
 	ON CONFLICT DO NOTHING;
 END
 $$;
@@ -647,6 +742,9 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_holder_bound() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_lease_length(uuid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_shortest_lease(interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_refuse_transaction_block(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_member_role() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_block_key(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
                                                  bigint[], text[], uuid[], uuid[], bigint[]) FROM PUBLIC;
@@ -741,6 +839,28 @@ COMMENT ON FUNCTION @extschema@.uid_registry_start_fleet()
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval, int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_start_fleet() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_release(uuid) FROM PUBLIC;
+
+-- A member that connects as another role from now on (one that does not
+-- set the role it used: options='-c role=...') is refused under its system
+-- identifier until the owner moves it: the system identifier and its
+-- server lives go to member_role, so the running life renews on under the
+-- new role.  NULL unbinds it: the next call under it binds it.
+CREATE FUNCTION @extschema@.uid_registry_rebind(system_identifier text, member_role name DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	DELETE FROM uidgen.member_system m WHERE m.system_identifier = uid_registry_rebind.system_identifier;
+	IF member_role IS NOT NULL THEN
+		INSERT INTO uidgen.member_system (system_identifier, member_role)
+		VALUES (uid_registry_rebind.system_identifier, uid_registry_rebind.member_role);
+		UPDATE uidgen.server_life l SET member_role = uid_registry_rebind.member_role
+		 WHERE l.system_identifier = uid_registry_rebind.system_identifier;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.uid_registry_rebind(text, name)
+	IS 'Moves a member''s system identifier and server lives to another member role, or unbinds it';
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_rebind(text, name) FROM PUBLIC;
 
 -- Server lives and their blocks, for people.
 CREATE VIEW uidgen.server_lives AS
