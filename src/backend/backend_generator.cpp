@@ -146,7 +146,8 @@ struct IssuingWorker
 	IssuingWorker(const IssuingWorker &) = delete;
 	IssuingWorker &operator=(const IssuingWorker &) = delete;
 
-	bool ready() const { return claim.written() && !locks_lost && recheck == 0; }
+	/* The hot path's test: a worker claimed without a registry adds one atomic load. */
+	bool ready() const { return claim.written() && !locks_lost && recheck == 0 && !reservation.joined(); }
 
 	/*
 	 * The worker table it was claimed from, as the list of held workers
@@ -322,6 +323,15 @@ prepare_to_issue()
 		else
 			state.issuing->recheck = 0;
 	}
+	/*
+	 * The server joined a registry while this session went on without
+	 * processing the reload (a statement across it; one that processed it
+	 * retired the worker above): the session cannot name the registry to
+	 * claim from, so the statement stops here, with the error of the
+	 * reservation's own look, and the next command claims (INV-19).
+	 */
+	if (state.issuing)
+		state.issuing->reservation.refuse_if_joined_since_claim();
 	if (state.issuing && state.issuing->locks_lost)
 	{
 		if (relock_worker(state.issuing->worker_table(), state.issuing->generator.worker_id()))

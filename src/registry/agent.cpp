@@ -162,6 +162,15 @@ set_status(AgentStatus status, int sqlstate, const char *error)
 		return;
 	}
 	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
+	/*
+	 * The server joins the registry as the agent starts to work for it,
+	 * before it leases a block: from here no session issues under a worker
+	 * claimed without it, in a statement that runs across the reload too
+	 * (lease_table.hpp, joined_since(); INV-19).  Before the status, which
+	 * a claim reads after the count (claim.cpp).
+	 */
+	if (state->status == AgentStatus::Off && status != AgentStatus::Off)
+		state->joins.fetch_add(1);
 	state->status = status;
 	state->status_attempt = current_attempt;
 	state->error_sqlstate = sqlstate;

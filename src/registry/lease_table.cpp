@@ -159,6 +159,7 @@ attach_lease_table()
 	attached = static_cast<LeaseTable *>(ShmemInitStruct("uidgen lease table", sizeof(LeaseTable), &found));
 	if (!found)
 		initialize(attached);
+	join_count = &attached->joins;
 	/* Names the lock's waits in pg_stat_activity; each process registers it for itself. */
 	LWLockRegisterTranche(attached->lock_tranche, "uidgen lease table");
 }
@@ -168,6 +169,8 @@ lease_table()
 {
 	return attached;
 }
+
+const std::atomic<uint64_t> *join_count = nullptr;
 
 uint64_t
 joins_so_far()

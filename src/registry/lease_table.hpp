@@ -149,9 +149,9 @@ struct LeaseTable
 	uint64 grant_stamps;		/* the last Grant::stamp given */
 	Grant grants[max_grants];
 	/*
-	 * How many times a database of this server life has joined a registry
-	 * (leased_claim.cpp): a worker claimed without one stops extending its
-	 * reservation once this moves (INV-19).
+	 * How many times the agent began to work for a registry (agent.cpp) or
+	 * a database of this server life joined one (leased_claim.cpp): a
+	 * worker claimed without one issues nothing once this moves (INV-19).
 	 */
 	std::atomic<uint64_t> joins;
 	/*
@@ -179,14 +179,30 @@ void attach_lease_table();
 LeaseTable *lease_table();
 
 /*
- * Joining (INV-19).  A worker claimed without a
- * registry keeps the count it saw at its claim, and issues no unit beyond
- * the reservation once the count has moved: a database's join raises it
- * before it reads the reservation its floor starts above.  0 without a
- * lease table (not preloaded: no registry either).
+ * Joining (INV-19).  The server's join count moves when its agent begins to
+ * work for a registry (the setting, before any block is leased) and when a
+ * database joins one.  A worker claimed without a registry keeps the count
+ * it saw at its claim and issues nothing once the count has moved: its
+ * generator looks before every ID (joined_since()), and its reservation at
+ * every raise, since a database's join raises the count before it reads
+ * the reservation its floor starts above.  0 without a lease table (not
+ * preloaded: no registry either).
  */
 uint64_t joins_so_far();
 void count_join();
+
+/* The count's word, for the hot path; nullptr without a lease table. */
+extern const std::atomic<uint64_t> *join_count;
+
+/*
+ * Whether the join count moved since a worker's claim saw seen: one atomic
+ * load, no lock, so that a generator may look before every ID.
+ */
+inline bool
+joined_since(uint64_t seen)
+{
+	return join_count != nullptr && join_count->load(std::memory_order_acquire) != seen;
+}
 
 /*
  * Whether the agent works for a registry: its view of uidgen.registry, which

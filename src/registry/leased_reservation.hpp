@@ -33,10 +33,10 @@ constexpr uint8_t joined = 8;				/* claimed without a registry, and a database j
 } // namespace Recheck
 
 /*
- * The error of a worker claimed without a registry, once a database of the
- * server joined one: it issues nothing beyond the reservation the join's
- * floor starts above.  Class 08, as the end of a lease: the session claims
- * again, from the registry.
+ * The error of a worker claimed without a registry, once the server joined
+ * one: it issues nothing more, so that no ID of a number the registry may
+ * grant elsewhere is issued after the setting.  Class 08, as the end of a
+ * lease: the session claims again, from the registry.
  */
 [[noreturn]] inline void
 throw_joined(int64_t worker)
@@ -46,8 +46,9 @@ throw_joined(int64_t worker)
 	snprintf(message, sizeof(message), "uidgen worker %lld was claimed before this server joined a registry",
 			 static_cast<long long>(worker));
 	throw Error(ErrorKind::ConnectionFailure, message,
-				"A database of this server joined the registry named by uidgen.registry; workers of the "
-				"database's own numbering stop at the time reservation the join started above.",
+				"This server began to work for the registry named by uidgen.registry; workers of the "
+				"database's own numbering issue nothing more, since the registry may grant their numbers "
+				"elsewhere.",
 				"The next command claims a worker from the registry.");
 }
 
@@ -152,6 +153,20 @@ public:
 	const LeaseId &lease() const { return lease_; }
 	uint64_t joins_seen() const { return joins_seen_; }
 	bool lost() const { return lost_; }
+
+	/*
+	 * Claimed without a registry, and the server joined one since: looked
+	 * at before every ID (one atomic load), so that the worker stops when
+	 * the setting reaches the agent, not at its next raise (INV-19).
+	 */
+	bool joined() const { return !leased_ && joined_since(joins_seen_); }
+
+	/* Raises the join's error when joined(), as a raise would. */
+	void refuse_if_joined_since_claim()
+	{
+		if (!leased_)
+			refuse_if_joined();
+	}
 
 private:
 	void refuse_unless_covered(int64_t delta, std::optional<int64_t> cap)

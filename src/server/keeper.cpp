@@ -74,6 +74,7 @@ publish(SharedGenerator *g, const Registration &r, int64_t reserved)
 	g->started_at_ms = now_ms;
 	g->leased = r.leased;
 	g->lease = r.lease;
+	g->joins_seen = r.joins_seen;
 	g->reserved_until.store(reserved);
 	/* A backend that sees the new cursor must see the new generation too (server_generator.cpp). */
 	g->generation.fetch_add(1);

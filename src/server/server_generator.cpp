@@ -121,8 +121,9 @@ static_assert(std::is_trivially_destructible_v<BorrowedWorker>);
 /* The generator this backend issues from: one generation of one keeper. */
 struct Source
 {
-	Source(SharedGenerator *shared, uint32_t generation, const Layout &layout, int64_t worker, int64_t floor_delta)
-		: shared(shared), generation(generation), floor_delta(floor_delta),
+	Source(SharedGenerator *shared, uint32_t generation, const Layout &layout, int64_t worker, int64_t floor_delta,
+		   bool leased, uint64_t joins_seen)
+		: shared(shared), generation(generation), floor_delta(floor_delta), leased(leased), joins_seen(joins_seen),
 		  cache(layout, worker, max_chunk_size(layout.seq_bits()))
 	{
 	}
@@ -132,6 +133,9 @@ struct Source
 	SharedGenerator *shared;
 	uint32_t generation;
 	int64_t floor_delta;	/* this backend's IDs from the source start after it */
+	/* Its keeper's workers came from a registry; if not, the join count its claim saw. */
+	bool leased;
+	uint64_t joins_seen;
 	/*
 	 * The reservation as this backend last read it for the generation:
 	 * within one it only grows, and its keeper's exit releases the workers
@@ -287,6 +291,8 @@ start_source()
 		SpinLockAcquire(&g->mutex);
 		KeeperStage stage = g->stage;
 		bool launch = stage == KeeperStage::Idle || (stage == KeeperStage::Failed && !waited_for_start);
+		bool leased = g->leased;
+		uint64_t joins_seen = g->joins_seen;
 
 		if (launch)
 		{
@@ -294,6 +300,8 @@ start_source()
 			g->keeper_launched_at_ms = now_ms;
 		}
 		SpinLockRelease(&g->mutex);
+		/* A keeper of workers claimed without a registry the server joined since is about to leave. */
+		bool stale = stage == KeeperStage::Ready && !leased && joined_since(joins_seen);
 
 		if (launch)
 		{
@@ -313,7 +321,9 @@ start_source()
 			waited_for_start = true;
 			continue;
 		}
-		if (stage == KeeperStage::Ready)
+		if (stale)
+			wake_keeper(g);
+		else if (stage == KeeperStage::Ready)
 			break;
 		if (stage == KeeperStage::Failed)
 			raise_keeper_failure(g);
@@ -330,10 +340,24 @@ start_source()
 	uint32_t generation = g->generation.load();
 	Layout layout = *g->layout;
 	int64_t worker = g->worker;
+	bool leased = g->leased;
+	uint64_t joins_seen = g->joins_seen;
 	SpinLockRelease(&g->mutex);
 
-	server.source.emplace(g, generation, layout, worker, server.last_delta);
+	server.source.emplace(g, generation, layout, worker, server.last_delta, leased, joins_seen);
 }
+
+/*
+ * Whether the source's keeper claimed its workers without a registry and
+ * the server joined one since: the hot path's look, one atomic load for
+ * such a source only.
+ */
+inline bool
+joined_since_keeper_claimed(const Source &source)
+{
+	return !source.leased && joined_since(source.joins_seen);
+}
+
 
 /*
  * The ceiling's error, when this backend's clock is past the ceiling of the
@@ -551,6 +575,38 @@ give_back_at_exit_if_borrowed()
 
 namespace {
 
+/*
+ * Gives the borrowed worker back and drops the cached IDs, which the next
+ * chunk, block or source starts above (server.last_delta).
+ */
+void
+empty_source(Source &source)
+{
+	if (source.borrowed)
+		give_back(source);
+	uint64_t dropped = source.cache.clear();
+	if (dropped > 0)
+		source.shared->dropped.fetch_add(dropped, std::memory_order_relaxed);
+}
+
+/*
+ * Leaves a source whose keeper claimed without a registry once the server
+ * joined one, at once rather than at its next reservation (INV-19): the
+ * borrowed worker goes back above what it issued, the cached IDs are
+ * dropped (the next source starts above them), and the keeper, woken, sees
+ * the join and leaves; its successor claims from the registry, so the
+ * session's statement goes on under a grant, above its last ID.
+ */
+void
+leave_joined_source()
+{
+	SharedGenerator *g = server.source->shared;
+
+	empty_source(*server.source);
+	server.source.reset();
+	wake_keeper(g);
+}
+
 /* Takes a free private worker, or asks the keeper for one and goes on with the cursor meanwhile. */
 void
 try_to_borrow(Source &source)
@@ -655,6 +711,11 @@ next_from_new_chunk()
 	{
 		if (!server.source)
 			start_source();
+		if (joined_since_keeper_claimed(*server.source))
+		{
+			leave_joined_source();
+			continue;
+		}
 
 		Source &source = *server.source;
 		int64_t uid;
@@ -693,7 +754,9 @@ next_server_uid()
 		const Layout &layout = source.cache.words().layout();
 		int64_t uid;
 
-		if (source.borrowed)
+		if (unlikely(joined_since_keeper_claimed(source)))
+			leave_joined_source();
+		else if (source.borrowed)
 		{
 			if (std::optional<int64_t> borrowed_uid = next_from_borrowed(source))
 				return *borrowed_uid;
@@ -711,17 +774,17 @@ next_server_block(int64_t n)
 	{
 		if (!server.source)
 			start_source();
+		if (joined_since_keeper_claimed(*server.source))
+		{
+			leave_joined_source();
+			continue;
+		}
 
 		Source &source = *server.source;
 		SharedGenerator *g = source.shared;
 
 		/* The block comes from the cursor, above everything this backend issued so far. */
-		if (source.borrowed)
-			give_back(source);
-
-		uint64_t dropped = source.cache.clear();
-		if (dropped > 0)
-			g->dropped.fetch_add(dropped, std::memory_order_relaxed);
+		empty_source(source);
 
 		const CursorWords &words = source.cache.words();
 		const Layout &layout = words.layout();

@@ -100,6 +100,12 @@ struct SharedGenerator
 	 */
 	bool leased;
 	LeaseId lease;
+	/*
+	 * The server's join count the keeper's claim saw: a keeper whose workers
+	 * came without a registry issues nothing once it moved (INV-19), and a
+	 * backend looks before every ID (server_generator.cpp).
+	 */
+	uint64_t joins_seen;
 
 	/* Requests to the keeper, and the private workers: under privates_lock, not the mutex. */
 	LWLock privates_lock;
