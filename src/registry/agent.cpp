@@ -25,6 +25,7 @@
 #include "pg/identity.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
+#include "pg/time_convert.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_hosts.hpp"
 #include "registry/registry_pin.hpp"
@@ -196,6 +197,7 @@ forget_blocks()
 	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	state->nblocks = 0;
 	state->have_rules = false;
+	state->quarantined = false;
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 }
@@ -561,6 +563,38 @@ reply_lease_id(PGresult *result, const char *what, int row, int col, LeaseId *id
 }
 
 /*
+ * Notes the registry's quarantine from column col of row: its end in
+ * microseconds since the Unix epoch, NULL for none (registry_status shows
+ * it).  Otherwise records the reply as a protocol violation, clears it and
+ * returns false.
+ */
+bool
+note_quarantine(PGresult *result, const char *what, int row, int col)
+{
+	LeaseTable *state = lease_table();
+	int64_t unix_us;
+	bool none;
+
+	if (!reply_int64(result, what, row, col, &unix_us, &none))
+		return false;
+	TimestampTz until = unix_us - unix_ms_at_pg_epoch * 1000;
+	if (!none && (unix_us < PG_INT64_MIN / 2 || !IS_VALID_TIMESTAMP(until)))
+	{
+		char problem[128];
+
+		snprintf(problem, sizeof(problem), "column \"%s\" of the reply is out of range: %lld", PQfname(result, col),
+				 static_cast<long long>(unix_us));
+		record_bad_reply(result, what, problem);
+		return false;
+	}
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
+	state->quarantined = !none;
+	state->quarantine_until = none ? 0 : until;
+	LWLockRelease(&state->lock);
+	return true;
+}
+
+/*
  * Fetches the registry's rules and checks the two clocks against each
  * other: the registry's, read between two readings of ours, may be off by
  * half the round trip.
@@ -867,8 +901,9 @@ renew(LeaseTable *state)
 							grant_leases_text, ceilings_text};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("renewing the leases",
-					   "SELECT block, lease_ms, lease_id, ceiling_delta FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, "
-					   "$8, $9, $10, $11, $12, $13)",
+					   "SELECT block, lease_ms, lease_id, ceiling_delta, "
+					   "(extract(epoch FROM quarantine_until) * 1000000)::bigint "
+					   "FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
 					   13, params);
 
 	if (r == nullptr)
@@ -876,9 +911,12 @@ renew(LeaseTable *state)
 
 	/* Parsed first: the table's lock is held for a copy only. */
 	const char *what = "renewing the leases";
-	if (!reply_has_shape(r, what, -1, 4))
+	if (!reply_has_shape(r, what, -1, 5))
 		return false;
 	int nrenewed = PQntuples(r);
+	/* Every row carries it; with none renewed, the claim that follows tells. */
+	if (nrenewed > 0 && !note_quarantine(r, what, 0, 4))
+		return false;
 	int64_t *renewed = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
 	LeaseId *renewed_lease = static_cast<LeaseId *>(palloc(sizeof(LeaseId) * (nrenewed + 1)));
 	int64_t *deadline = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
@@ -935,17 +973,20 @@ claim_block(LeaseTable *state)
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("leasing a block of worker ids",
 					   "SELECT block, first_worker, last_worker, floor_delta, lease_ms, held_back_until, lease_id, "
-					   "ceiling_delta FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
+					   "ceiling_delta, (extract(epoch FROM held_back_until) * 1000000)::bigint "
+					   "FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
 					   6, params);
 
 	if (r == nullptr)
 		return false;
 	const char *what = "leasing a block of worker ids";
-	if (!reply_has_shape(r, what, 1, 8))
+	if (!reply_has_shape(r, what, 1, 9))
 		return false;
 	int64_t block;
 	bool held_back;
 	if (!reply_int64(r, what, 0, 0, &block, &held_back))
+		return false;
+	if (!note_quarantine(r, what, 0, 8))
 		return false;
 	if (held_back)
 	{

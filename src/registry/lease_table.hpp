@@ -25,6 +25,8 @@
 extern "C" {
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
+
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -163,6 +165,13 @@ struct LeaseTable
 	 */
 	char pending_registry[registry_text_size];
 	char pending_error[error_text_size];
+	/*
+	 * Until when the registry leases no new block (a quarantine after a
+	 * restart, restore or failover), as its last reply said: valid only
+	 * while quarantined is set.
+	 */
+	bool quarantined;
+	TimestampTz quarantine_until;
 	bool have_rules;
 	RegistryRules rules;
 	int waiting;				/* registrations waiting for a block */
