@@ -22,6 +22,7 @@
  */
 #include "registry/agent.hpp"
 
+#include "core/retry_pacer.hpp"
 #include "pg/identity.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
@@ -32,6 +33,7 @@
 
 extern "C" {
 #include "access/xlog.h"
+#include "common/hashfn.h"
 #include "libpq-fe.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -60,8 +62,18 @@ namespace uidgen::pg {
 
 namespace {
 
-/* How often the agent looks at its blocks, and retries after a failure. */
+/*
+ * How often the agent looks at its blocks.  After a failure it retries
+ * after a second, doubling up to retry_max_ms while the registry fails
+ * (sooner, but at most once a second, when a session waits for a worker),
+ * and logs an error it logged already at most once per log_repeat_ms.
+ */
 constexpr long tick_ms = 1000;
+constexpr int64_t retry_max_ms = 5000;
+constexpr int64_t log_repeat_ms = 60000;
+RetryPacer pacer(tick_ms, retry_max_ms);
+RepeatFilter failure_log(log_repeat_ms);
+RepeatFilter pending_log(log_repeat_ms);
 
 /*
  * How long connecting, and each call, may take: the registry's own
@@ -146,6 +158,23 @@ spare_workers(const LeaseTable *state, int64_t now_mono)
 	return spare;
 }
 
+/* Logs message unless filter has logged the same within its period. */
+void
+log_unless_repeated(RepeatFilter &filter, const char *prefix, const char *message)
+{
+	const char *text = message != nullptr ? message : "";
+
+	if (!filter.should_log(hash_bytes(reinterpret_cast<const unsigned char *>(text), static_cast<int>(strlen(text))),
+						   monotonic_ms()))
+		return;
+	if (filter.repeats() > 0)
+		ereport(LOG, (errmsg("uidgen registry agent: %s%s", prefix, text),
+					  errdetail("The same error occurred %lld more times since it was last logged.",
+								static_cast<long long>(filter.repeats()))));
+	else
+		ereport(LOG, (errmsg("uidgen registry agent: %s%s", prefix, text)));
+}
+
 void
 set_status(AgentStatus status, int sqlstate, const char *error)
 {
@@ -159,7 +188,7 @@ set_status(AgentStatus status, int sqlstate, const char *error)
 		LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 		strlcpy(state->pending_error, error != nullptr ? error : "", sizeof(state->pending_error));
 		LWLockRelease(&state->lock);
-		ereport(LOG, (errmsg("uidgen registry agent: the new uidgen.registry does not reach a registry yet: %s", error)));
+		log_unless_repeated(pending_log, "the new uidgen.registry is not used yet: ", error);
 		return;
 	}
 	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
@@ -170,7 +199,9 @@ set_status(AgentStatus status, int sqlstate, const char *error)
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 	if (status == AgentStatus::Failed)
-		ereport(LOG, (errmsg("uidgen registry agent: %s", error)));
+		log_unless_repeated(failure_log, "", error);
+	else if (status == AgentStatus::Ready)
+		failure_log.reset();
 }
 
 /* Leases past their end are lost for good: the registry may hand them out again. */
@@ -198,6 +229,7 @@ forget_blocks()
 	state->nblocks = 0;
 	state->have_rules = false;
 	state->quarantined = false;
+	NameStr(state->member_role)[0] = '\0';
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 }
@@ -307,7 +339,8 @@ connect_to_registry(const char *conninfo)
 		if (hosts.port != nullptr)
 			add("port", hosts.port);
 	}
-	add("application_name", "uidgen registry agent");
+	/* The user's application_name, if uidgen.registry has one, wins. */
+	add("fallback_application_name", "uidgen registry agent");
 	add("options", "-c statement_timeout=5000 -c lock_timeout=2000 -c idle_in_transaction_session_timeout=10000 "
 				   "-c search_path=pg_catalog -c synchronous_commit=on");
 	add(nullptr, nullptr);
@@ -830,6 +863,18 @@ identity_of(LeaseTable *state)
 	return id;
 }
 
+/* After a claim or renewal: the registry has bound this server life to conn's role. */
+void
+note_member_role(LeaseTable *state)
+{
+	const char *role = PQuser(conn);
+
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
+	if (NameStr(state->member_role)[0] == '\0' && role != nullptr)
+		strlcpy(NameStr(state->member_role), role, NAMEDATALEN);
+	LWLockRelease(&state->lock);
+}
+
 /* Renews every lease this life holds; a block the registry no longer gives it is dropped. */
 bool
 renew(LeaseTable *state)
@@ -962,6 +1007,7 @@ renew(LeaseTable *state)
 		state->grants[i].reported = true;
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
+	note_member_role(state);
 	return true;
 }
 
@@ -1035,6 +1081,7 @@ claim_block(LeaseTable *state)
 		state->blocks[state->nblocks++] = b;
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
+	note_member_role(state);
 	return true;
 }
 
@@ -1148,6 +1195,38 @@ set_pending(const char *value)
 }
 
 /*
+ * Whether conn's role may renew under this server life: the registry binds
+ * a life to the role that first claimed or renewed under it
+ * (registry_touch_life()), so at the same registry another role would renew
+ * nothing until a restart.  Refused as the pending value's failure.
+ */
+bool
+role_may_renew(const pg_uuid_t &seen)
+{
+	LeaseTable *state = lease_table();
+	pg_uuid_t pinned;
+	NameData bound;
+	const char *role = PQuser(conn);
+
+	if (!pinned_registry(&pinned) || memcmp(pinned.data, seen.data, UUID_LEN) != 0)
+		return true;			/* another registry: a new binding there */
+	LWLockAcquire(&state->lock, LW_SHARED);
+	bound = state->member_role;
+	LWLockRelease(&state->lock);
+	if (NameStr(bound)[0] == '\0' || (role != nullptr && strcmp(role, NameStr(bound)) == 0))
+		return true;
+
+	char message[error_text_size];
+	snprintf(message, sizeof(message),
+			 "the new uidgen.registry connects as role \"%s\", but this server life claims and renews as role \"%s\" "
+			 "at the registry, which would refuse every renewal under another role; keep role \"%s\" until the "
+			 "server restarts (a new life binds to the new role)",
+			 role != nullptr ? role : "", NameStr(bound), NameStr(bound));
+	set_status(AgentStatus::Failed, ERRCODE_INSUFFICIENT_PRIVILEGE, message);
+	return false;
+}
+
+/*
  * Connects with the pending value and reads the registry's identity there:
  * the connection, or nullptr with the failure noted as pending_error.  conn
  * is left as it is.
@@ -1159,7 +1238,7 @@ probe_pending(pg_uuid_t *seen)
 
 	conn = nullptr;
 	probing = true;
-	bool reached = connect_to_registry(pending) && read_identity(seen);
+	bool reached = connect_to_registry(pending) && read_identity(seen) && role_may_renew(*seen);
 	PGconn *candidate = reached ? conn : nullptr;
 	if (!reached)
 		disconnect();
@@ -1260,10 +1339,11 @@ follow_setting(LeaseTable *state)
 	if (pending == nullptr || strcmp(pending, setting) != 0)
 		set_pending(setting);
 
+	/* While conn is down, once a round (a second): not at every wake-up of the agent. */
 	bool conn_down = conn == nullptr || PQstatus(conn) != CONNECTION_OK;
-	if (!conn_down && monotonic_ms() < pending_due_mono)
+	if (monotonic_ms() < pending_due_mono)
 		return;
-	pending_due_mono = monotonic_ms() + pending_retry_ms;
+	pending_due_mono = monotonic_ms() + (conn_down ? tick_ms : pending_retry_ms);
 
 	pg_uuid_t seen;
 	PGconn *candidate = probe_pending(&seen);
@@ -1297,15 +1377,33 @@ agent_loop()
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		in_own_context(follow_setting, state);
-		if (registry_configured())
-			in_own_context(work, state);
 
-		/* A registration that found only an older failure waits for the next attempt: no pause then. */
+		/*
+		 * While the registry fails, the next attempt waits for the pacer:
+		 * one a second when a registration that found only an older failure
+		 * asks for it, else backing off.
+		 */
 		LWLockAcquire(&state->lock, LW_SHARED);
-		bool attempt_wanted = state->status == AgentStatus::Failed && state->attempt_wanted > state->attempts;
+		bool failed = state->status == AgentStatus::Failed;
+		bool attempt_wanted = failed && state->attempt_wanted > state->attempts;
 		LWLockRelease(&state->lock);
-		if (!attempt_wanted)
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, tick_ms, PG_WAIT_EXTENSION);
+		int64_t now_mono = monotonic_ms();
+		if (registry_configured() && (!failed || pacer.may_attempt(now_mono, attempt_wanted)))
+		{
+			in_own_context(work, state);
+			LWLockAcquire(&state->lock, LW_SHARED);
+			failed = state->status == AgentStatus::Failed;
+			attempt_wanted = failed && state->attempt_wanted > state->attempts;
+			LWLockRelease(&state->lock);
+			now_mono = monotonic_ms();
+			pacer.attempt_ended(failed, now_mono);
+		}
+
+		long wait_ms = tick_ms;
+		if (failed && registry_configured())
+			wait_ms = static_cast<long>(std::clamp<int64_t>(pacer.next_attempt_ms(attempt_wanted) - now_mono, 0, tick_ms));
+		if (wait_ms > 0)
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 }
