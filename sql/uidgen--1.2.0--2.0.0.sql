@@ -625,12 +625,13 @@ $$;
 -- its block went to anyone since, this same life included.  While the registry holds claims back, a lease its
 -- lost state does not show is re-asserted (floors as the member knows
 -- them).  Records which database each new worker went to, and under which
--- lease (grant_leases[i]).
+-- lease (grant_leases[i]).  Each row carries the quarantine's end (NULL
+-- for none), for the member's registry_status.
 CREATE FUNCTION uidgen.registry_renew(life uuid, system_identifier text, timeline int, host text, port int,
                                       databases text[], blocks bigint[], floors bigint[],
                                       grant_workers bigint[], grant_databases text[],
                                       lease_ids uuid[], grant_leases uuid[], ceilings bigint[])
-RETURNS TABLE (block bigint, lease_ms bigint, lease_id uuid, ceiling_delta bigint)
+RETURNS TABLE (block bigint, lease_ms bigint, lease_id uuid, ceiling_delta bigint, quarantine_until timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	cfg   uidgen.registry_config;
@@ -649,6 +650,7 @@ BEGIN
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
 	lease_length := uidgen.registry_lease_length(life);
 	lease_ms := (extract(epoch FROM lease_length) * 1000)::bigint;
+	quarantine_until := CASE WHEN state.quarantined THEN state.quarantine_until END;
 	FOR i IN 1 .. coalesce(array_length(blocks, 1), 0) LOOP
 		b := blocks[i];
 		g := lease_ids[i];
@@ -836,8 +838,20 @@ $$;
 COMMENT ON FUNCTION @extschema@.uid_registry_start_fleet()
 	IS 'Lets a new registry lease at once: no earlier fleet used its name; returns its identity';
 
+-- Until when this registry leases no new block (NULL: it leases now), for
+-- its operators: noticing a restart, restore or failover the first call
+-- after it, as a member's would.  Members see the same end in
+-- registry_status.quarantine_until.
+CREATE FUNCTION @extschema@.uid_registry_quarantine_until() RETURNS timestamptz
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT CASE WHEN s.quarantined THEN s.quarantine_until END FROM uidgen.registry_check_state() s
+$$;
+COMMENT ON FUNCTION @extschema@.uid_registry_quarantine_until()
+	IS 'At a registry: until when it leases no new block after a restart, restore or failover; NULL when it leases';
+
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval, int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_start_fleet() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_quarantine_until() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_release(uuid) FROM PUBLIC;
 
 -- A member that connects as another role from now on (one that does not
@@ -879,7 +893,7 @@ GRANT SELECT ON uidgen.server_lives TO PUBLIC;
 CREATE FUNCTION uidgen.registry_status_rows(
 	OUT life uuid, OUT registry text, OUT agent_status text, OUT error text, OUT block bigint,
 	OUT first_worker bigint, OUT last_worker bigint, OUT floor_delta bigint, OUT lease_left_ms bigint,
-	OUT workers_granted int, OUT pending_registry text, OUT pending_error text)
+	OUT workers_granted int, OUT pending_registry text, OUT pending_error text, OUT quarantine_until timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'registry_status_rows'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;

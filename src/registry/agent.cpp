@@ -22,15 +22,18 @@
  */
 #include "registry/agent.hpp"
 
+#include "core/retry_pacer.hpp"
 #include "pg/identity.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
+#include "pg/time_convert.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_hosts.hpp"
 #include "registry/registry_pin.hpp"
 
 extern "C" {
 #include "access/xlog.h"
+#include "common/hashfn.h"
 #include "libpq-fe.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -59,8 +62,18 @@ namespace uidgen::pg {
 
 namespace {
 
-/* How often the agent looks at its blocks, and retries after a failure. */
+/*
+ * How often the agent looks at its blocks.  After a failure it retries
+ * after a second, doubling up to retry_max_ms while the registry fails
+ * (sooner, but at most once a second, when a session waits for a worker),
+ * and logs an error it logged already at most once per log_repeat_ms.
+ */
 constexpr long tick_ms = 1000;
+constexpr int64_t retry_max_ms = 5000;
+constexpr int64_t log_repeat_ms = 60000;
+RetryPacer pacer(tick_ms, retry_max_ms);
+RepeatFilter failure_log(log_repeat_ms);
+RepeatFilter pending_log(log_repeat_ms);
 
 /*
  * How long connecting, and each call, may take: the registry's own
@@ -145,6 +158,23 @@ spare_workers(const LeaseTable *state, int64_t now_mono)
 	return spare;
 }
 
+/* Logs message unless filter has logged the same within its period. */
+void
+log_unless_repeated(RepeatFilter &filter, const char *prefix, const char *message)
+{
+	const char *text = message != nullptr ? message : "";
+
+	if (!filter.should_log(hash_bytes(reinterpret_cast<const unsigned char *>(text), static_cast<int>(strlen(text))),
+						   monotonic_ms()))
+		return;
+	if (filter.repeats() > 0)
+		ereport(LOG, (errmsg("uidgen registry agent: %s%s", prefix, text),
+					  errdetail("The same error occurred %lld more times since it was last logged.",
+								static_cast<long long>(filter.repeats()))));
+	else
+		ereport(LOG, (errmsg("uidgen registry agent: %s%s", prefix, text)));
+}
+
 void
 set_status(AgentStatus status, int sqlstate, const char *error)
 {
@@ -158,7 +188,7 @@ set_status(AgentStatus status, int sqlstate, const char *error)
 		LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 		strlcpy(state->pending_error, error != nullptr ? error : "", sizeof(state->pending_error));
 		LWLockRelease(&state->lock);
-		ereport(LOG, (errmsg("uidgen registry agent: the new uidgen.registry does not reach a registry yet: %s", error)));
+		log_unless_repeated(pending_log, "the new uidgen.registry is not used yet: ", error);
 		return;
 	}
 	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
@@ -178,7 +208,9 @@ set_status(AgentStatus status, int sqlstate, const char *error)
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 	if (status == AgentStatus::Failed)
-		ereport(LOG, (errmsg("uidgen registry agent: %s", error)));
+		log_unless_repeated(failure_log, "", error);
+	else if (status == AgentStatus::Ready)
+		failure_log.reset();
 }
 
 /* Leases past their end are lost for good: the registry may hand them out again. */
@@ -205,6 +237,8 @@ forget_blocks()
 	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	state->nblocks = 0;
 	state->have_rules = false;
+	state->quarantined = false;
+	NameStr(state->member_role)[0] = '\0';
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 }
@@ -314,7 +348,8 @@ connect_to_registry(const char *conninfo)
 		if (hosts.port != nullptr)
 			add("port", hosts.port);
 	}
-	add("application_name", "uidgen registry agent");
+	/* The user's application_name, if uidgen.registry has one, wins. */
+	add("fallback_application_name", "uidgen registry agent");
 	add("options", "-c statement_timeout=5000 -c lock_timeout=2000 -c idle_in_transaction_session_timeout=10000 "
 				   "-c search_path=pg_catalog -c synchronous_commit=on");
 	add(nullptr, nullptr);
@@ -570,6 +605,38 @@ reply_lease_id(PGresult *result, const char *what, int row, int col, LeaseId *id
 }
 
 /*
+ * Notes the registry's quarantine from column col of row: its end in
+ * microseconds since the Unix epoch, NULL for none (registry_status shows
+ * it).  Otherwise records the reply as a protocol violation, clears it and
+ * returns false.
+ */
+bool
+note_quarantine(PGresult *result, const char *what, int row, int col)
+{
+	LeaseTable *state = lease_table();
+	int64_t unix_us;
+	bool none;
+
+	if (!reply_int64(result, what, row, col, &unix_us, &none))
+		return false;
+	TimestampTz until = unix_us - unix_ms_at_pg_epoch * 1000;
+	if (!none && (unix_us < PG_INT64_MIN / 2 || !IS_VALID_TIMESTAMP(until)))
+	{
+		char problem[128];
+
+		snprintf(problem, sizeof(problem), "column \"%s\" of the reply is out of range: %lld", PQfname(result, col),
+				 static_cast<long long>(unix_us));
+		record_bad_reply(result, what, problem);
+		return false;
+	}
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
+	state->quarantined = !none;
+	state->quarantine_until = none ? 0 : until;
+	LWLockRelease(&state->lock);
+	return true;
+}
+
+/*
  * Fetches the registry's rules and checks the two clocks against each
  * other: the registry's, read between two readings of ours, may be off by
  * half the round trip.
@@ -797,6 +864,18 @@ identity_of(LeaseTable *state)
 	return id;
 }
 
+/* After a claim or renewal: the registry has bound this server life to conn's role. */
+void
+note_member_role(LeaseTable *state)
+{
+	const char *role = PQuser(conn);
+
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
+	if (NameStr(state->member_role)[0] == '\0' && role != nullptr)
+		strlcpy(NameStr(state->member_role), role, NAMEDATALEN);
+	LWLockRelease(&state->lock);
+}
+
 /* Renews every lease this life holds; a block the registry no longer gives it is dropped. */
 bool
 renew(LeaseTable *state)
@@ -868,8 +947,9 @@ renew(LeaseTable *state)
 							grant_leases_text, ceilings_text};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("renewing the leases",
-					   "SELECT block, lease_ms, lease_id, ceiling_delta FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, "
-					   "$8, $9, $10, $11, $12, $13)",
+					   "SELECT block, lease_ms, lease_id, ceiling_delta, "
+					   "(extract(epoch FROM quarantine_until) * 1000000)::bigint "
+					   "FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
 					   13, params);
 
 	if (r == nullptr)
@@ -877,9 +957,12 @@ renew(LeaseTable *state)
 
 	/* Parsed first: the table's lock is held for a copy only. */
 	const char *what = "renewing the leases";
-	if (!reply_has_shape(r, what, -1, 4))
+	if (!reply_has_shape(r, what, -1, 5))
 		return false;
 	int nrenewed = PQntuples(r);
+	/* Every row carries it; with none renewed, the claim that follows tells. */
+	if (nrenewed > 0 && !note_quarantine(r, what, 0, 4))
+		return false;
 	int64_t *renewed = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
 	LeaseId *renewed_lease = static_cast<LeaseId *>(palloc(sizeof(LeaseId) * (nrenewed + 1)));
 	int64_t *deadline = static_cast<int64_t *>(palloc(sizeof(int64_t) * (nrenewed + 1)));
@@ -925,6 +1008,7 @@ renew(LeaseTable *state)
 		state->grants[i].reported = true;
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
+	note_member_role(state);
 	return true;
 }
 
@@ -936,17 +1020,20 @@ claim_block(LeaseTable *state)
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("leasing a block of worker ids",
 					   "SELECT block, first_worker, last_worker, floor_delta, lease_ms, held_back_until, lease_id, "
-					   "ceiling_delta FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
+					   "ceiling_delta, (extract(epoch FROM held_back_until) * 1000000)::bigint "
+					   "FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
 					   6, params);
 
 	if (r == nullptr)
 		return false;
 	const char *what = "leasing a block of worker ids";
-	if (!reply_has_shape(r, what, 1, 8))
+	if (!reply_has_shape(r, what, 1, 9))
 		return false;
 	int64_t block;
 	bool held_back;
 	if (!reply_int64(r, what, 0, 0, &block, &held_back))
+		return false;
+	if (!note_quarantine(r, what, 0, 8))
 		return false;
 	if (held_back)
 	{
@@ -995,6 +1082,7 @@ claim_block(LeaseTable *state)
 		state->blocks[state->nblocks++] = b;
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
+	note_member_role(state);
 	return true;
 }
 
@@ -1106,6 +1194,38 @@ set_pending(const char *value)
 }
 
 /*
+ * Whether conn's role may renew under this server life: the registry binds
+ * a life to the role that first claimed or renewed under it
+ * (registry_touch_life()), so at the same registry another role would renew
+ * nothing until a restart.  Refused as the pending value's failure.
+ */
+bool
+role_may_renew(const pg_uuid_t &seen)
+{
+	LeaseTable *state = lease_table();
+	pg_uuid_t pinned;
+	NameData bound;
+	const char *role = PQuser(conn);
+
+	if (!pinned_registry(&pinned) || memcmp(pinned.data, seen.data, UUID_LEN) != 0)
+		return true;			/* another registry: a new binding there */
+	LWLockAcquire(&state->lock, LW_SHARED);
+	bound = state->member_role;
+	LWLockRelease(&state->lock);
+	if (NameStr(bound)[0] == '\0' || (role != nullptr && strcmp(role, NameStr(bound)) == 0))
+		return true;
+
+	char message[error_text_size];
+	snprintf(message, sizeof(message),
+			 "the new uidgen.registry connects as role \"%s\", but this server life claims and renews as role \"%s\" "
+			 "at the registry, which would refuse every renewal under another role; keep role \"%s\" until the "
+			 "server restarts (a new life binds to the new role)",
+			 role != nullptr ? role : "", NameStr(bound), NameStr(bound));
+	set_status(AgentStatus::Failed, ERRCODE_INSUFFICIENT_PRIVILEGE, message);
+	return false;
+}
+
+/*
  * Connects with the pending value and reads the registry's identity there:
  * the connection, or nullptr with the failure noted as pending_error.  conn
  * is left as it is.
@@ -1117,7 +1237,7 @@ probe_pending(pg_uuid_t *seen)
 
 	conn = nullptr;
 	probing = true;
-	bool reached = connect_to_registry(pending) && read_identity(seen);
+	bool reached = connect_to_registry(pending) && read_identity(seen) && role_may_renew(*seen);
 	PGconn *candidate = reached ? conn : nullptr;
 	if (!reached)
 		disconnect();
@@ -1218,10 +1338,11 @@ follow_setting(LeaseTable *state)
 	if (pending == nullptr || strcmp(pending, setting) != 0)
 		set_pending(setting);
 
+	/* While conn is down, once a round (a second): not at every wake-up of the agent. */
 	bool conn_down = conn == nullptr || PQstatus(conn) != CONNECTION_OK;
-	if (!conn_down && monotonic_ms() < pending_due_mono)
+	if (monotonic_ms() < pending_due_mono)
 		return;
-	pending_due_mono = monotonic_ms() + pending_retry_ms;
+	pending_due_mono = monotonic_ms() + (conn_down ? tick_ms : pending_retry_ms);
 
 	pg_uuid_t seen;
 	PGconn *candidate = probe_pending(&seen);
@@ -1255,15 +1376,33 @@ agent_loop()
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		in_own_context(follow_setting, state);
-		if (registry_configured())
-			in_own_context(work, state);
 
-		/* A registration that found only an older failure waits for the next attempt: no pause then. */
+		/*
+		 * While the registry fails, the next attempt waits for the pacer:
+		 * one a second when a registration that found only an older failure
+		 * asks for it, else backing off.
+		 */
 		LWLockAcquire(&state->lock, LW_SHARED);
-		bool attempt_wanted = state->status == AgentStatus::Failed && state->attempt_wanted > state->attempts;
+		bool failed = state->status == AgentStatus::Failed;
+		bool attempt_wanted = failed && state->attempt_wanted > state->attempts;
 		LWLockRelease(&state->lock);
-		if (!attempt_wanted)
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, tick_ms, PG_WAIT_EXTENSION);
+		int64_t now_mono = monotonic_ms();
+		if (registry_configured() && (!failed || pacer.may_attempt(now_mono, attempt_wanted)))
+		{
+			in_own_context(work, state);
+			LWLockAcquire(&state->lock, LW_SHARED);
+			failed = state->status == AgentStatus::Failed;
+			attempt_wanted = failed && state->attempt_wanted > state->attempts;
+			LWLockRelease(&state->lock);
+			now_mono = monotonic_ms();
+			pacer.attempt_ended(failed, now_mono);
+		}
+
+		long wait_ms = tick_ms;
+		if (failed && registry_configured())
+			wait_ms = static_cast<long>(std::clamp<int64_t>(pacer.next_attempt_ms(attempt_wanted) - now_mono, 0, tick_ms));
+		if (wait_ms > 0)
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, wait_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 }

@@ -234,7 +234,7 @@ report_registry_failure(const char *what, bool fresh)
 				(errcode(sqlstate != 0 ? sqlstate : ERRCODE_CONNECTION_FAILURE),
 				 errmsg("%s: the uidgen registry \"%s\" failed", what, registry),
 				 errdetail_internal("%s", error),
-				 errhint("The server's registry agent retries every second; see uidgen.registry_status.")));
+				 errhint("The server's registry agent tries again within a second when asked; see uidgen.registry_status.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("%s: no answer from the uidgen registry \"%s\" in time", what, registry),

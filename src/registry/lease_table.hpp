@@ -26,6 +26,8 @@
 extern "C" {
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
+
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
@@ -140,6 +142,20 @@ struct LeaseTable
 	 */
 	char pending_registry[registry_text_size];
 	char pending_error[error_text_size];
+	/*
+	 * Until when the registry leases no new block (a quarantine after a
+	 * restart, restore or failover), as its last reply said: valid only
+	 * while quarantined is set.
+	 */
+	bool quarantined;
+	TimestampTz quarantine_until;
+	/*
+	 * The role the agent claims and renews as at the registry, which binds
+	 * this server life there (registry_touch_life()): a new uidgen.registry
+	 * under another role would renew nothing (agent.cpp).  Empty until the
+	 * first claim or renewal.
+	 */
+	NameData member_role;
 	bool have_rules;
 	RegistryRules rules;
 	int waiting;				/* registrations waiting for a block */

@@ -55,6 +55,8 @@ struct LeaseTableSnapshot
 	char registry[registry_text_size];
 	char pending_registry[registry_text_size];
 	char pending_error[error_text_size];
+	bool quarantined;
+	TimestampTz quarantine_until;
 	int nblocks;
 	LeasedBlock blocks[max_leased_blocks];
 	int granted[max_leased_blocks];
@@ -71,6 +73,8 @@ take_snapshot(LeaseTable *state, LeaseTableSnapshot *s)
 	memcpy(s->registry, state->registry, sizeof(s->registry));
 	memcpy(s->pending_registry, state->pending_registry, sizeof(s->pending_registry));
 	memcpy(s->pending_error, state->pending_error, sizeof(s->pending_error));
+	s->quarantined = state->quarantined;
+	s->quarantine_until = state->quarantine_until;
 	s->nblocks = state->nblocks;
 	memcpy(s->blocks, state->blocks, sizeof(LeasedBlock) * state->nblocks);
 	for (int i = 0; i < state->nblocks; i++)
@@ -98,7 +102,8 @@ uuid_datum(const uint8 *bytes)
  * server life leases, or one row with NULL block columns when it has none
  * (or the library is not preloaded: life is NULL then).  pending_registry
  * and pending_error: a new uidgen.registry the agent has not switched to
- * yet, and why.
+ * yet, and why.  quarantine_until: the registry's quarantine as its last
+ * reply told.
  */
 UIDGEN_FUNCTION(registry_status_rows)
 {
@@ -108,8 +113,8 @@ UIDGEN_FUNCTION(registry_status_rows)
 		ReturnSetInfo *rs = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
 		LeaseTable *state = lease_table();
 		LeaseTableSnapshot *s = static_cast<LeaseTableSnapshot *>(palloc0(sizeof(LeaseTableSnapshot)));
-		Datum values[12];
-		bool nulls[12];
+		Datum values[13];
+		bool nulls[13];
 
 		if (state != nullptr)
 			take_snapshot(state, s);
@@ -145,6 +150,8 @@ UIDGEN_FUNCTION(registry_status_rows)
 			nulls[10] = s->pending_registry[0] == '\0';
 			values[11] = CStringGetTextDatum(s->pending_error);
 			nulls[11] = s->pending_error[0] == '\0';
+			values[12] = TimestampTzGetDatum(s->quarantine_until);
+			nulls[12] = !s->quarantined;
 			tuplestore_putvalues(rs->setResult, rs->setDesc, values, nulls);
 		}
 	});

@@ -27,7 +27,7 @@ our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
 	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node
-	clock_offset wait_for_clock_past start_gated_writer doc_sql_blocks replace_registry_with_backup
+	clock_offset wait_for_clock_past start_gated_writer start_recording_writer doc_sql_blocks replace_registry_with_backup
 	partman_days_query partman_partitions partman_default_rows partman_new_rows partman_days partman_day_offset);
 
 # A started node with uidgen created in database postgres.  Extra lines go
@@ -166,6 +166,27 @@ sub start_gated_writer
 			END LOOP;
 		END \$\$},
 		db => $params{db}, until => $params{until});
+}
+
+# start_sql_loop of a session that inserts 50 IDs a statement into table
+# ids (id, source) until table stop has a row, each statement in a block of
+# its own: a failure goes into table failures (at, source, sqlstate, message)
+# and the session goes on.  Returns once it has inserted.
+sub start_recording_writer
+{
+	my ($node, $source) = @_;
+	return start_sql_loop($node, qq{
+		DO \$\$ BEGIN
+			WHILE NOT EXISTS (SELECT FROM stop) LOOP
+				BEGIN
+					INSERT INTO ids SELECT uid_next(), '$source' FROM generate_series(1, 50);
+				EXCEPTION WHEN OTHERS THEN
+					INSERT INTO failures VALUES (clock_timestamp(), '$source', SQLSTATE, SQLERRM);
+				END;
+				COMMIT;
+				PERFORM pg_sleep(0.01);
+			END LOOP;
+		END \$\$}, until => "SELECT count(*) > 0 FROM ids WHERE source = '$source'");
 }
 
 # Waits for handles of start_sql_loop (their exit status is not looked at:

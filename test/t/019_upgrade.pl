@@ -129,6 +129,11 @@ for my $version (@released)
 	like(psql_error($node, $db, "SELECT uid_registry_configure(lease_ttl => '1 s')"),
 		qr/ERROR:  22023: lease_ttl 00:00:01 is too short.*HINT:  The smallest lease_ttl that works with these rules is 00:00:02\./s,
 		"$version: the updated uid_registry_configure() checks the rules against each other");
+	# Never started as a fleet's: it waits as a new registry does.
+	is($node->safe_psql($db, q{SELECT uid_registry_quarantine_until() = i.created_at + uidgen.registry_holder_bound()
+		AND NOT EXISTS (SELECT FROM uidgen.registry_status WHERE quarantine_until IS NOT NULL)
+		FROM uidgen.registry_identity i}), 't',
+		"$version: the update shows when a registry's wait or quarantine ends");
 }
 
 # A 1.1 installation that lost its reservation refuses to issue rather than issue unreserved IDs.

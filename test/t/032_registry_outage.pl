@@ -93,6 +93,7 @@ $m1->poll_query_until('postgres', q{
   or die 'the leases of m1 did not run down: ' . $m1->safe_psql('postgres', 'SELECT block, lease_left_ms FROM uidgen.registry_status');
 ($failed, $error) = insert_sessions($m1, 2, 2);
 is($failed, 0, "still with leases 4 s unrenewed, within the ${ttl} s lease") or diag($error);
+note("an outage shorter than the leases: 0 failed statements (leases ${ttl} s, 4 s unrenewed)");
 $registry->start;
 $m1->poll_query_until('postgres', q{SELECT bool_and(agent_status = 'ready') FROM uidgen.registry_status})
   or die 'm1 did not reach the registry again';
@@ -135,7 +136,12 @@ for my $m ($m1, $m2, $m3)
 	$m->poll_query_until('postgres', q{SELECT count(*) > 0 FROM uidgen.registry_status WHERE lease_left_ms > 0})
 	  or die $m->name . ' got no block again';
 }
-note(sprintf('the members leased a block again %.1f s after the registry came back', time - $back));
+# The quarantine, plus at most a round of each agent (a second) and a loaded machine's slack.
+my $bound = $registry->safe_psql('registry', 'SELECT extract(epoch FROM uidgen.registry_holder_bound())');
+my $waited = time - $back;
+cmp_ok($waited, '<=', $bound + 10, sprintf('the members leased a block again %.1f s after the registry came back '
+	. '(its quarantine: %s s)', $waited, $bound));
+note(sprintf('an outage past the TTL: no ID from the leases\' end until %.1f s after the registry is back', $waited));
 ($failed, $error) = insert_sessions2(5, 2, $m1, $m2);
 is($failed, 0, 'after the quarantine members issue again') or diag($error);
 
@@ -158,6 +164,7 @@ $m3->poll_query_until('postgres', q{
   or die 'm3 did not renew its leases';
 $registry->stop('fast');
 $restored->start;
+my $restored_at = time;
 # Reached through the registry's connection string from here on.
 note("the old backup predates m3: m3's blocks $m3_blocks are unknown to it until m3 re-asserts them");
 
@@ -174,6 +181,9 @@ pass('m3 re-asserted its blocks');
 insert_sessions($m3, 6, 2);
 $m4->poll_query_until('postgres', q{SELECT count(*) > 0 FROM uidgen.registry_status WHERE lease_left_ms > 0})
   or die 'm4 got no block';
+$waited = time - $restored_at;
+cmp_ok($waited, '<=', $bound + 10, sprintf('m4 leased its first block %.1f s after the restore', $waited));
+note(sprintf('a restore: a new member leased no block for %.1f s (its quarantine: %s s)', $waited, $bound));
 ($failed, $error) = insert_sessions($m4, 6, 4);
 is($failed, 0, 'after the quarantine the new member issues') or diag($error);
 my $m4_blocks = held_blocks($m4);

@@ -151,11 +151,12 @@ like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'with the r
 # ---- uidgen.registry_renew() ----------------------------------------------------
 
 my $real_renew = 'uidgen.real_registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) r';
-my $renew_columns = 'block bigint, lease_ms bigint, lease_id uuid, ceiling_delta bigint';
-fake('renew', $renew_columns, "SELECT NULL::bigint, r.lease_ms, r.lease_id, r.ceiling_delta FROM $real_renew");
+my $renew_columns = 'block bigint, lease_ms bigint, lease_id uuid, ceiling_delta bigint, quarantine_until timestamptz';
+fake('renew', $renew_columns,
+	"SELECT NULL::bigint, r.lease_ms, r.lease_id, r.ceiling_delta, r.quarantine_until FROM $real_renew");
 expect_refusal('renew, a NULL', '%renewing the leases: column "block" of the reply is null%');
-fake('renew', 'block bigint, lease_ms text, lease_id uuid, ceiling_delta bigint',
-	"SELECT r.block, '10 s', r.lease_id, r.ceiling_delta FROM $real_renew");
+fake('renew', 'block bigint, lease_ms text, lease_id uuid, ceiling_delta bigint, quarantine_until timestamptz',
+	"SELECT r.block, '10 s', r.lease_id, r.ceiling_delta, r.quarantine_until FROM $real_renew");
 expect_refusal('renew, text for a number', '%column "lease_ms" of the reply is not an integer: "10 s"%');
 fake('renew', 'block bigint, lease_ms bigint', "SELECT r.block, r.lease_ms FROM $real_renew");
 # A registry whose renewals name no grant (as before grants had an ID).

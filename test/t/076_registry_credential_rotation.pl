@@ -66,7 +66,7 @@ my %members = (
 	member_s => new_uidgen_node('member_s', scope => 'server', conf => [ @borrow,
 		"uidgen.registry = '" . text_of('member_s', 'initial') . "'" ]));
 
-# Two sessions on each member issue, each statement in a block of its own: a
+# Two sessions on each member issue (start_recording_writer): a
 # failure is written down and the session goes on, until table stop has a row.
 my @loops;
 for my $role (sort keys %members)
@@ -77,21 +77,7 @@ for my $role (sort keys %members)
 		CREATE TABLE ids (id bigint, source text);
 		CREATE TABLE failures (at timestamptz, source text, sqlstate text, message text);
 		CREATE TABLE stop (stop bool)});
-	for my $source ('a', 'b')
-	{
-		push @loops, start_sql_loop($node, qq{
-			DO \$\$ BEGIN
-				WHILE NOT EXISTS (SELECT FROM stop) LOOP
-					BEGIN
-						INSERT INTO ids SELECT uid_next(), '$source' FROM generate_series(1, 50);
-					EXCEPTION WHEN OTHERS THEN
-						INSERT INTO failures VALUES (clock_timestamp(), '$source', SQLSTATE, SQLERRM);
-					END;
-					COMMIT;
-					PERFORM pg_sleep(0.01);
-				END LOOP;
-			END \$\$}, until => "SELECT count(*) > 0 FROM ids WHERE source = '$source'");
-	}
+	push @loops, start_recording_writer($node, $_) for 'a', 'b';
 }
 my %joined_at = map { $_ => $members{$_}->safe_psql('postgres', 'SELECT joined_at FROM uidgen.membership') } keys %members;
 my $keeper = server_generator($members{member_s})->{keeper_pid};
