@@ -238,7 +238,6 @@ forget_blocks()
 	state->nblocks = 0;
 	state->have_rules = false;
 	state->quarantined = false;
-	NameStr(state->member_role)[0] = '\0';
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 }
@@ -864,18 +863,6 @@ identity_of(LeaseTable *state)
 	return id;
 }
 
-/* After a claim or renewal: the registry has bound this server life to conn's role. */
-void
-note_member_role(LeaseTable *state)
-{
-	const char *role = PQuser(conn);
-
-	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
-	if (NameStr(state->member_role)[0] == '\0' && role != nullptr)
-		strlcpy(NameStr(state->member_role), role, NAMEDATALEN);
-	LWLockRelease(&state->lock);
-}
-
 /* Renews every lease this life holds; a block the registry no longer gives it is dropped. */
 bool
 renew(LeaseTable *state)
@@ -1008,7 +995,6 @@ renew(LeaseTable *state)
 		state->grants[i].reported = true;
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
-	note_member_role(state);
 	return true;
 }
 
@@ -1082,7 +1068,6 @@ claim_block(LeaseTable *state)
 		state->blocks[state->nblocks++] = b;
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
-	note_member_role(state);
 	return true;
 }
 
@@ -1194,33 +1179,48 @@ set_pending(const char *value)
 }
 
 /*
- * Whether conn's role may renew under this server life: the registry binds
- * a life to the role that first claimed or renewed under it
- * (registry_touch_life()), so at the same registry another role would renew
- * nothing until a restart.  Refused as the pending value's failure.
+ * Whether conn may claim and renew under this server life: the registry
+ * binds a life and its system identifier to the member role that first
+ * called under them (registry_touch_life()), the role a session sets or
+ * else its login role.  Read there, so that a binding moved by
+ * uid_registry_rebind() counts; under another role the agent would renew
+ * nothing, so the value is refused as the pending value's failure.
  */
 bool
 role_may_renew(const pg_uuid_t &seen)
 {
-	LeaseTable *state = lease_table();
 	pg_uuid_t pinned;
-	NameData bound;
-	const char *role = PQuser(conn);
 
 	if (!pinned_registry(&pinned) || memcmp(pinned.data, seen.data, UUID_LEN) != 0)
 		return true;			/* another registry: a new binding there */
-	LWLockAcquire(&state->lock, LW_SHARED);
-	bound = state->member_role;
-	LWLockRelease(&state->lock);
-	if (NameStr(bound)[0] == '\0' || (role != nullptr && strcmp(role, NameStr(bound)) == 0))
+
+	Identity id = identity_of(lease_table());
+	const char *params[] = {id.life, id.system_identifier};
+	const char *what = "reading the member role";
+	PGresult *r = call(what,
+					   "SELECT coalesce((SELECT l.member_role FROM uidgen.server_life l WHERE l.life = $1::uuid), "
+					   "(SELECT m.member_role FROM uidgen.member_system m WHERE m.system_identifier = $2)), "
+					   "CASE WHEN current_setting('role') = 'none' THEN session_user "
+					   "ELSE current_setting('role') END",
+					   2, params);
+	if (r == nullptr)
+		return false;
+	if (!reply_has_shape(r, what, 1, 2))
+		return false;
+	if (PQgetisnull(r, 0, 0) || strcmp(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1)) == 0)
+	{
+		PQclear(r);
 		return true;
+	}
 
 	char message[error_text_size];
 	snprintf(message, sizeof(message),
-			 "the new uidgen.registry connects as role \"%s\", but this server life claims and renews as role \"%s\" "
-			 "at the registry, which would refuse every renewal under another role; keep role \"%s\" until the "
-			 "server restarts (a new life binds to the new role)",
-			 role != nullptr ? role : "", NameStr(bound), NameStr(bound));
+			 "the new uidgen.registry connects as role \"%s\", but this server's life and system identifier are "
+			 "bound to member role \"%s\" at the registry, which refuses every call under another; keep that role, "
+			 "connect as a login that sets it (options='-c role=%s'), or move the binding with "
+			 "uid_registry_rebind() at the registry",
+			 PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 0));
+	PQclear(r);
 	set_status(AgentStatus::Failed, ERRCODE_INSUFFICIENT_PRIVILEGE, message);
 	return false;
 }

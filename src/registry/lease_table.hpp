@@ -149,13 +149,6 @@ struct LeaseTable
 	 */
 	bool quarantined;
 	TimestampTz quarantine_until;
-	/*
-	 * The role the agent claims and renews as at the registry, which binds
-	 * this server life there (registry_touch_life()): a new uidgen.registry
-	 * under another role would renew nothing (agent.cpp).  Empty until the
-	 * first claim or renewal.
-	 */
-	NameData member_role;
 	bool have_rules;
 	RegistryRules rules;
 	int waiting;				/* registrations waiting for a block */
