@@ -783,6 +783,18 @@ COMMENT ON FUNCTION @extschema@.uid_registry_move()
 	IS 'Moves this database to the registry uidgen.registry reaches now, above every ID it issued';
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_move() FROM PUBLIC;
 
+-- Leaving the registry on purpose: a member whose uidgen.registry was unset
+-- issues nothing until the setting is back or it leaves, since a worker of
+-- its own numbering may be one the registry leased to another member.
+-- Leaving deletes the membership row: IDs issued from then on are outside
+-- the fleet's guarantee, and a later join starts above them (INV-19).
+CREATE FUNCTION @extschema@.uid_registry_leave() RETURNS boolean
+AS 'MODULE_PATHNAME', 'uid_registry_leave'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.uid_registry_leave()
+	IS 'Leaves this database''s registry on purpose: it issues again without uidgen.registry, outside the fleet';
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_leave() FROM PUBLIC;
+
 -- Where an ID of this server's current life came from, from shared memory.
 CREATE FUNCTION uidgen.local_origin(uid bigint,
 	OUT system_identifier text, OUT database text, OUT host text, OUT port int, OUT claimed_at timestamptz)
