@@ -55,6 +55,26 @@ REVOKE ALL ON uidgen.install_floor FROM PUBLIC;
 GRANT SELECT ON uidgen.install_floor TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('uidgen.install_floor', '');
 
+-- The reach carried to a database that continues this one's IDs, as in a
+-- major-version upgrade by logical replication, whose subscriber numbers
+-- its workers from 1 (its uidgen tables stay empty, INV-21): on the
+-- publisher after writes stop, uid_reach(); on the subscriber before its
+-- first ID, uid_adopt_reach(reach), which raises uidgen.install_floor as a
+-- reinstall does.  Owner only: uid_reach() holds the lock that serialises
+-- raises of the time reservation until its transaction ends.
+CREATE FUNCTION @extschema@.uid_reach() RETURNS bigint
+AS 'MODULE_PATHNAME', 'uid_reach'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.uid_reach()
+	IS 'An ID at or above every ID this database may have issued: what uid_adopt_reach() takes elsewhere';
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_reach() FROM PUBLIC;
+CREATE FUNCTION @extschema@.uid_adopt_reach(reach bigint) RETURNS bigint
+AS 'MODULE_PATHNAME', 'uid_adopt_reach'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.uid_adopt_reach(bigint)
+	IS 'Starts every worker of this database above reach, another database''s uid_reach(); returns the install floor';
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_adopt_reach(bigint) FROM PUBLIC;
+
 -- Every database with the extension can be a fleet's registry: the database
 -- that uidgen.registry names on the members.  It leases blocks of worker ids
 -- to server lives (one start of one postmaster) and keeps their history.

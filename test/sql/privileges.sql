@@ -12,6 +12,8 @@ SELECT count(*) > 0 AS can_read_worker_table FROM uidgen.worker_node;
 SELECT time_bits FROM uid_layout();
 SELECT regress.try('SELECT uid_configure()');
 SELECT regress.try('SELECT uid_reclaim_workers(interval ''10 s'')');
+SELECT regress.try('SELECT uid_reach()');
+SELECT regress.try('SELECT uid_adopt_reach(0)');
 SELECT regress.try('SELECT uid_registry_leave()');
 SELECT regress.try('UPDATE uidgen.worker_node SET status = ''released''');
 SELECT regress.try('DELETE FROM uidgen.worker_node');
