@@ -55,6 +55,26 @@ REVOKE ALL ON uidgen.install_floor FROM PUBLIC;
 GRANT SELECT ON uidgen.install_floor TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('uidgen.install_floor', '');
 
+-- The reach carried to a database that continues this one's IDs, as in a
+-- major-version upgrade by logical replication, whose subscriber numbers
+-- its workers from 1 (its uidgen tables stay empty, INV-21): on the
+-- publisher after writes stop, uid_reach(); on the subscriber before its
+-- first ID, uid_adopt_reach(reach), which raises uidgen.install_floor as a
+-- reinstall does.  Owner only: uid_reach() holds the lock that serialises
+-- raises of the time reservation until its transaction ends.
+CREATE FUNCTION @extschema@.uid_reach() RETURNS bigint
+AS 'MODULE_PATHNAME', 'uid_reach'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.uid_reach()
+	IS 'An ID at or above every ID this database may have issued: what uid_adopt_reach() takes elsewhere';
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_reach() FROM PUBLIC;
+CREATE FUNCTION @extschema@.uid_adopt_reach(reach bigint) RETURNS bigint
+AS 'MODULE_PATHNAME', 'uid_adopt_reach'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.uid_adopt_reach(bigint)
+	IS 'Starts every worker of this database above reach, another database''s uid_reach(); returns the install floor';
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_adopt_reach(bigint) FROM PUBLIC;
+
 -- Every database with the extension can be a fleet's registry: the database
 -- that uidgen.registry names on the members.  It leases blocks of worker ids
 -- to server lives (one start of one postmaster) and keeps their history.
@@ -916,6 +936,18 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.uid_registry_move()
 	IS 'Moves this database to the registry uidgen.registry reaches now, above every ID it issued';
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_move() FROM PUBLIC;
+
+-- Leaving the registry on purpose: a member whose uidgen.registry was unset
+-- issues nothing until the setting is back or it leaves, since a worker of
+-- its own numbering may be one the registry leased to another member.
+-- Leaving deletes the membership row: IDs issued from then on are outside
+-- the fleet's guarantee, and a later join starts above them (INV-19).
+CREATE FUNCTION @extschema@.uid_registry_leave() RETURNS boolean
+AS 'MODULE_PATHNAME', 'uid_registry_leave'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.uid_registry_leave()
+	IS 'Leaves this database''s registry on purpose: it issues again without uidgen.registry, outside the fleet';
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_leave() FROM PUBLIC;
 
 -- Where an ID of this server's current life came from, from shared memory.
 CREATE FUNCTION uidgen.local_origin(uid bigint,

@@ -380,20 +380,68 @@ keep_reach()
 			types, values, Visibility::Transaction, SPI_OK_SELECT);
 }
 
+namespace {
+
 int64_t
-install_floor_delta(const Layout &layout)
+install_floor_id()
 {
 	Oid relid = install_floor_relid();
 
 	if (!OidIsValid(relid))
-		return Generator::no_floor;
+		return 0;
 
 	Oid types[1] = {REGCLASSOID};
 	Datum values[1] = {ObjectIdGetDatum(relid)};
 
 	spi_run("SELECT coalesce(pg_catalog.pg_sequence_last_value($1), 0)", 1, types, values, Visibility::Latest,
 			SPI_OK_SELECT);
-	int64_t floor_id = spi_int64(0, 0);
+	return spi_int64(0, 0);
+}
+
+} // namespace
+
+int64_t
+database_reach()
+{
+	return std::max(install_reach(), install_floor_id());
+}
+
+int64_t
+raise_install_floor(const Layout &layout, int64_t reach)
+{
+	Layout::Text text = layout.describe_text();
+
+	if (reach < 0 || reach > layout.max_uid())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("reach %lld is not an ID of layout %s", static_cast<long long>(reach), text.text)));
+
+	std::optional<int64_t> start = layout.start_of(layout.unit_floor_above(reach) + 1);
+	int64_t ahead_ms = start ? *start - backend_clock().now_ms() : INT64_MAX;
+
+	/* No install issues further ahead than this: the reach of another layout. */
+	if (ahead_ms > max_borrow_ms + window_ms)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("reach %lld lies %lld ms ahead of this server's clock under layout %s",
+						static_cast<long long>(reach), static_cast<long long>(ahead_ms), text.text),
+				 errdetail("No database issues IDs that far ahead: the reach was taken under another layout, "
+						   "or on a server whose clock is ahead of this one's."),
+				 errhint("Take the reach with uid_reach() in a database of the same layout, after its writes "
+						 "stopped.")));
+
+	Oid types[1] = {INT8OID};
+	Datum values[1] = {Int64GetDatum(reach)};
+
+	spi_run("SELECT pg_catalog.setval('uidgen.install_floor', $1) FROM uidgen.install_floor WHERE last_value < $1", 1,
+			types, values, Visibility::Transaction, SPI_OK_SELECT);
+	return install_floor_id();
+}
+
+int64_t
+install_floor_delta(const Layout &layout)
+{
+	int64_t floor_id = install_floor_id();
 
 	return floor_id > 0 ? layout.unit_floor_above(floor_id) : Generator::no_floor;
 }

@@ -88,6 +88,23 @@ bool command_drops_extension(Node *parsetree, Oid role);
 void keep_reach();
 
 /*
+ * Inside an SPI connection: the reach of this install and of those before it
+ * (the greater of install_reach() and uidgen.install_floor), an ID at or
+ * above every ID this database's installs may have issued; 0 when none can
+ * have issued.  Holds the raise lock until the transaction ends.
+ */
+int64_t database_reach();
+
+/*
+ * Inside an SPI connection: raises uidgen.install_floor to reach, the reach
+ * of another database whose IDs this one continues (a logical-replication
+ * cutover), never lowering it; returns the floor.  Errors (22023) for a
+ * reach that is no ID of layout or whose unit lies further ahead of the
+ * clock than a session may borrow and a window: taken under another layout.
+ */
+int64_t raise_install_floor(const Layout &layout, int64_t reach);
+
+/*
  * Inside an SPI connection: the unit every worker of this install starts
  * after, so that it issues above the reach of earlier installs of the
  * extension in this database (uidgen.install_floor); Generator::no_floor

@@ -145,6 +145,9 @@ claim_new_worker(ClaimCommit commit)
 					 errmsg("cannot claim a uidgen worker without the registry this server now uses"),
 					 errdetail("uidgen.registry was set by a reload that this session has not processed yet."),
 					 errhint("Run the command again: the next command processes the reload.")));
+		/* A member whose setting was unset issues nothing of its own numbering until it leaves (INV-19). */
+		if (!leased)
+			refuse_membership_without_registry();
 
 		/* Before the lock below: adopting the registry's layout locks uidgen.config exclusively. */
 		bool adopted_here = leased && adopt_registry_layout(relid);

@@ -259,6 +259,25 @@ write_join(const char *registry, const char *pinned, const char *identity, Oid w
 	return floor;
 }
 
+void
+refuse_membership_without_registry()
+{
+	if (!OidIsValid(membership_relid()) ||
+		spi_run("SELECT registry FROM uidgen.membership", 0, nullptr, nullptr, Visibility::Latest, SPI_OK_SELECT) == 0)
+		return;
+
+	char *registry = spi_text(0, 0);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("database \"%s\" is a member of uidgen registry \"%s\", but uidgen.registry is not set",
+					get_database_name(MyDatabaseId), registry),
+			 errdetail("A worker of this database's own numbering may be one that the registry leased to another "
+					   "member since; IDs issued under it could repeat that member's."),
+			 errhint("Set uidgen.registry again, or leave the registry on purpose with SELECT uid_registry_leave(): "
+					 "IDs issued after leaving may repeat the fleet's, and a later join starts above them.")));
+}
+
 namespace {
 
 /*

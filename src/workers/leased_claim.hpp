@@ -70,4 +70,13 @@ std::optional<int64_t> joined_floor(const char *registry, const char *pinned);
 int64_t write_join(const char *registry, const char *pinned, const char *identity, Oid worker_table,
 				   int64_t now_delta, int64_t borrow_units);
 
+/*
+ * Errors (55000) when this database is a member of a registry (it has a row
+ * in uidgen.membership) and the session has no uidgen.registry: a worker of
+ * its own numbering may be one the registry leased to another member since.
+ * It issues again once the registry is set again, or once it left the
+ * registry on purpose (uid_registry_leave()).  Inside an SPI connection.
+ */
+void refuse_membership_without_registry();
+
 } // namespace uidgen::pg

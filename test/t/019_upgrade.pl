@@ -93,6 +93,9 @@ for my $version (@released)
 		$node->safe_psql($db, q{SELECT max(id) FROM t WHERE phase = 'new session'}),
 		"$version: uid_now() is at or above what a session issued before");
 
+	is($node->safe_psql($db, 'SELECT uid_reach() >= max(id) FROM t'), 't',
+		"$version: uid_reach() covers every ID, those of before the update included");
+	is($node->safe_psql($db, 'SELECT uid_registry_leave()'), 'f', "$version: a database that never joined leaves nothing");
 	is($node->safe_psql($db, 'SELECT count(*) = count(DISTINCT id) AND count(*) = 31051 FROM t'), 't',
 		"$version: every one of 31,051 IDs unique, a block of 50 among them");
 
@@ -124,8 +127,8 @@ for my $version (@released)
 	is($node->safe_psql($db, $catalog), $node->safe_psql("fresh_$db", $catalog),
 		"$version: and the same function signatures, volatility, privileges and comments");
 	like($node->safe_psql($db, $catalog),
-		qr/uid_mask\(bigint,text\).*uid_next_block\(integer\).*uid_now\(\).*uid_to_uuid\(bigint\).*uuid_to_uid\(uuid\)/s,
-		"$version: the update brought uid_mask, uid_next_block, uid_now, uid_to_uuid and uuid_to_uid");
+		qr/uid_adopt_reach\(bigint\).*uid_mask\(bigint,text\).*uid_next_block\(integer\).*uid_now\(\).*uid_reach\(\).*uid_registry_leave\(\).*uid_to_uuid\(bigint\).*uuid_to_uid\(uuid\)/s,
+		"$version: the update brought uid_adopt_reach, uid_mask, uid_next_block, uid_now, uid_reach, uid_registry_leave, uid_to_uuid and uuid_to_uid");
 	like(psql_error($node, $db, "SELECT uid_registry_configure(lease_ttl => '1 s')"),
 		qr/ERROR:  22023: lease_ttl 00:00:01 is too short.*HINT:  The smallest lease_ttl that works with these rules is 00:00:02\./s,
 		"$version: the updated uid_registry_configure() checks the rules against each other");
