@@ -11,6 +11,7 @@
  * joins anew, with a floor above everything the database issued.
  */
 #include "pg/guard.hpp"
+#include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "registry/lease_table.hpp"
 
