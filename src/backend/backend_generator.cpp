@@ -220,7 +220,7 @@ register_worker()
 	/*
 	 * A worker that replaces another (a join, a withdrawn lease, lost locks,
 	 * a reinstall) starts above the session's last ID, borrowed time
-	 * included, so that the session's IDs keep increasing (INV-3).
+	 * included, so that the session's IDs keep increasing (INV-3, S1).
 	 */
 	int64_t floor = std::max(r.claim.floor_delta,
 							 state.last_uid ? r.layout.unit_floor_above(*state.last_uid) : Generator::no_floor);

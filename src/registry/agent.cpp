@@ -229,6 +229,10 @@ drop_expired_blocks(LeaseTable *state, int64_t now_mono)
 	LWLockRelease(&state->lock);
 }
 
+/*
+ * R5: only another registry makes the server forget its blocks; a new
+ * agent process resumes its predecessor's, which live in shared memory.
+ */
 void
 forget_blocks()
 {
@@ -682,6 +686,7 @@ fetch_rules()
 	}
 	RegistryRules rules = *checked;
 
+	/* R12: no call to the registry while the clocks disagree beyond the bound. */
 	ClockOffset offset = clock_offset(sent, received, reply.clock_ms);
 	if (offset.beyond(rules.max_clock_skew_ms))
 	{

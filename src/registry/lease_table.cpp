@@ -591,6 +591,7 @@ lease_with_room()
 	return lease;
 }
 
+/* R4: the cap of a lease found by its ID, the registry's ceiling deciding (lease_cap()). */
 std::optional<int64_t>
 lease_cap_delta(const LeaseId &lease, const Layout &layout)
 {

@@ -23,7 +23,8 @@ namespace uidgen::pg {
 
 /*
  * The agent: the identity the registry replied in attempt; whether it is
- * the one pinned (pinning it when none is).
+ * the one pinned (pinning it when none is).  R11: a member leases and
+ * renews only at the identity it pinned.
  */
 bool note_registry_identity(const pg_uuid_t &seen, uint64 attempt, pg_uuid_t *pinned);
 

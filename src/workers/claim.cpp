@@ -167,7 +167,7 @@ claim_new_worker(ClaimCommit commit)
 
 		if (now_delta > layout.max_delta())
 			throw_time_exhausted(layout);
-		/* Numbered from 1 again after DROP and CREATE EXTENSION: above all that earlier installs issued. */
+		/* Numbered from 1 again after DROP and CREATE EXTENSION: above all that earlier installs issued (S2). */
 		int64_t install_floor = install_floor_delta(layout);
 		refuse_below_install_floor(layout, install_floor);
 
