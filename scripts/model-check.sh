@@ -43,10 +43,23 @@ RUNS=(
 	"claim_pool.pml|-DRETURN_AFTER_HANDOVER|fail"
 )
 
+# MP-5, liveness (model/liveness.pml).  A fourth field gives pan's flags:
+# -a searches the ltl claim's acceptance cycles (built without -DSAFETY).
+# WAIT_BOUND runs are safety runs of the bound; 6 is one tick too short.
+RUNS+=(
+	"liveness.pml||pass|-a"
+	"liveness.pml|-DWAIT_BOUND=7|pass"
+	"liveness.pml|-DWAIT_BOUND=6|fail"
+	"liveness.pml|-DQUARANTINE_NEVER_LIFTS|fail|-a"
+	"liveness.pml|-DNO_RENEW_AFTER_RESTART|fail|-a"
+	"liveness.pml|-DRENEW_AFTER_LAPSE|fail|-a"
+)
+
 # check_one N RUN: one run in its own directory; writes its line and verdict
 check_one() {
-	local n=$1 model defines expected dir start got states errors ds kind
-	IFS='|' read -r model defines expected <<<"$2"
+	local n=$1 model defines expected panflags dir start got states errors ds kind safety=-DSAFETY
+	IFS='|' read -r model defines expected panflags <<<"$2"
+	[ -n "$panflags" ] && safety=
 	dir=$work/$n
 	mkdir -p "$dir"
 	cp "$src/$model" "$dir/"
@@ -55,10 +68,10 @@ check_one() {
 	states=-
 	# shellcheck disable=SC2086
 	if (cd "$dir" && spin $defines -a "$model" >spin.log 2>&1 &&
-		gcc -O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM=4096 -o pan pan.c >gcc.log 2>&1); then
+		gcc -O2 -w $safety -DCOLLAPSE -DMEMLIM=4096 -o pan pan.c >gcc.log 2>&1); then
 		# exhaustive: no bitstate; -m bounds the depth, which a run that
 		# reaches it reports (then it is no proof, and counts as broken)
-		(cd "$dir" && ./pan -m100000 -w24 >pan.log 2>&1)
+		(cd "$dir" && ./pan $panflags -m100000 -w24 >pan.log 2>&1)
 		states=$(awk '/states, stored/ { print $1; exit }' "$dir/pan.log")
 		errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$dir/pan.log" | head -1)
 		if grep -q 'max search depth too small\|out of memory' "$dir/pan.log"; then
@@ -74,7 +87,7 @@ check_one() {
 	[ "$expected" = fail ] && kind=mutant
 	case $defines in *-DFAULT_*) kind=fault ;; esac
 	printf '%-12s %-62s %-6s expected %-4s got %-6s %10s states %4d.%d s\n' \
-		"$model" "${defines:-(none)}" "$kind" "$expected" "$got" "${states:--}" $((ds / 10)) $((ds % 10)) \
+		"$model" "${defines:-(none)}${panflags:+ (pan $panflags)}" "$kind" "$expected" "$got" "${states:--}" $((ds / 10)) $((ds % 10)) \
 		>"$dir/line"
 	if [ "$got" = "$expected" ]; then
 		echo pass >"$dir/verdict"
