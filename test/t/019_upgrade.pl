@@ -129,6 +129,15 @@ for my $version (@released)
 	like(psql_error($node, $db, "SELECT uid_registry_configure(lease_ttl => '1 s')"),
 		qr/ERROR:  22023: lease_ttl 00:00:01 is too short.*HINT:  The smallest lease_ttl that works with these rules is 00:00:02\./s,
 		"$version: the updated uid_registry_configure() checks the rules against each other");
+	# Moving a fleet: an updated database is a new registry, in its wait (it may replace a lost one),
+	# which it cannot export; once started, it exports and refuses its own export.
+	like(psql_error($node, $db, 'SELECT uid_registry_export()'),
+		qr/ERROR:  55000: cannot export uidgen registry [-0-9a-f]+ while it holds new leases back/,
+		"$version: the updated database refuses an export during a new registry's wait");
+	$node->safe_psql($db, 'SELECT uid_registry_start_fleet()');
+	like(psql_error($node, $db, 'SELECT uid_registry_import(uid_registry_export())'),
+		qr/ERROR:  22023: uidgen registry [-0-9a-f]+ cannot import its own export/,
+		"$version: and once started, exports and refuses its own export");
 }
 
 # A 1.1 installation that lost its reservation refuses to issue rather than issue unreserved IDs.
