@@ -41,6 +41,14 @@ RUNS=(
 	"claim_pool.pml|-DNO_HANDOVER_WAIT|fail"
 	"claim_pool.pml|-DFREE_MARK_IS_POOLED|fail"
 	"claim_pool.pml|-DRETURN_AFTER_HANDOVER|fail"
+	"join_move.pml|-DMOVE|pass"
+	"join_move.pml|-DREJOIN|pass"
+	"join_move.pml|-DMOVE -DNO_IMPORT|fail"
+	"join_move.pml|-DMOVE -DNO_SEAL|fail"
+	"join_move.pml|-DREJOIN -DTEXT_FORGETS_BLOCKS|fail"
+	"join_move.pml|-DREJOIN -DSTALE_MEMBERSHIP_FLOOR|fail"
+	"join_move.pml|-DREJOIN -DSESSION_BELOW_LAST|fail"
+	"join_move.pml|-DMOVE -DFAULT_LOST_MOVE|fail"
 )
 
 # MP-5, liveness (model/liveness.pml).  A fourth field gives pan's flags:

@@ -104,8 +104,14 @@ CREATE TABLE uidgen.registry_state (
 	database_oid      oid,
 	timeline          int,
 	server_started_at timestamptz,
-	quarantine_until  timestamptz
+	quarantine_until  timestamptz,
+	sealed_at         timestamptz,
+	sealed_ceiling    bigint
 );
+COMMENT ON COLUMN uidgen.registry_state.sealed_at
+	IS 'When uid_registry_export() sealed this registry: it leases no block and raises no ceiling since';
+COMMENT ON COLUMN uidgen.registry_state.sealed_ceiling
+	IS 'The highest ceiling this registry ever granted, when it was sealed: none of its holders issues above it';
 INSERT INTO uidgen.registry_state DEFAULT VALUES;
 
 -- One start of one postmaster: life is a random token drawn at startup and
@@ -219,10 +225,26 @@ INSERT INTO uidgen.registry_identity DEFAULT VALUES;
 REVOKE ALL ON uidgen.registry_identity FROM PUBLIC;
 GRANT SELECT ON uidgen.registry_identity TO PUBLIC;
 
+-- The registries whose fleets this one took over (uid_registry_import()):
+-- each was sealed by its export, so none of its holders issues above the
+-- ceilings it recorded, which this registry keeps as the ceilings of the
+-- same blocks (worker_block rows of a life named by the predecessor's
+-- identity).  Members move here from a registry listed only (INV-20).
+CREATE TABLE uidgen.registry_predecessor (
+	registry_id    uuid PRIMARY KEY,
+	sealed_at      timestamptz NOT NULL,
+	sealed_ceiling bigint NOT NULL,
+	imported_at    timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE uidgen.registry_predecessor
+	IS 'Registries whose export this one imported: their members may move here (uid_registry_import())';
+
 REVOKE ALL ON uidgen.registry_config, uidgen.registry_state, uidgen.server_life, uidgen.member_system,
-	uidgen.worker_block, uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership FROM PUBLIC;
+	uidgen.worker_block, uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership,
+	uidgen.registry_predecessor FROM PUBLIC;
 GRANT SELECT ON uidgen.registry_config, uidgen.registry_state, uidgen.server_life, uidgen.member_system,
-	uidgen.worker_block, uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership TO PUBLIC;
+	uidgen.worker_block, uidgen.worker_block_lease, uidgen.worker_grant, uidgen.membership,
+	uidgen.registry_predecessor TO PUBLIC;
 
 SELECT pg_catalog.pg_extension_config_dump('uidgen.registry_config', '');
 SELECT pg_catalog.pg_extension_config_dump('uidgen.registry_state', '');
@@ -232,6 +254,7 @@ SELECT pg_catalog.pg_extension_config_dump('uidgen.worker_block', '');
 SELECT pg_catalog.pg_extension_config_dump('uidgen.worker_block_lease', '');
 SELECT pg_catalog.pg_extension_config_dump('uidgen.worker_grant', '');
 SELECT pg_catalog.pg_extension_config_dump('uidgen.membership', '');
+SELECT pg_catalog.pg_extension_config_dump('uidgen.registry_predecessor', '');
 
 -- pg_dump restores the rows that CREATE EXTENSION inserted already.
 CREATE FUNCTION uidgen.singleton_restore() RETURNS trigger
@@ -246,7 +269,8 @@ BEGIN
 		UPDATE uidgen.registry_state
 		   SET system_identifier = NEW.system_identifier, database_oid = NEW.database_oid,
 		       timeline = NEW.timeline, server_started_at = NEW.server_started_at,
-		       quarantine_until = NEW.quarantine_until
+		       quarantine_until = NEW.quarantine_until, sealed_at = NEW.sealed_at,
+		       sealed_ceiling = NEW.sealed_ceiling
 		 WHERE singleton;
 	END IF;
 	IF FOUND THEN
@@ -292,7 +316,8 @@ DECLARE
 	t text;
 BEGIN
 	FOREACH t IN ARRAY ARRAY['config', 'worker_node', 'registry_config', 'registry_state', 'server_life',
-	                         'member_system', 'worker_block', 'worker_block_lease', 'worker_grant', 'membership']
+	                         'member_system', 'worker_block', 'worker_block_lease', 'worker_grant', 'membership',
+	                         'registry_predecessor']
 	LOOP
 		EXECUTE format('CREATE TRIGGER skip_replicated_write BEFORE INSERT OR UPDATE OR DELETE ON uidgen.%I '
 		               'FOR EACH ROW EXECUTE FUNCTION uidgen.skip_replicated_write()', t);
@@ -341,6 +366,15 @@ $$;
 CREATE FUNCTION uidgen.registry_block_key(b bigint) RETURNS bigint
 LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 	SELECT hashtextextended('uidgen.worker_block ' || b, 0)
+$$;
+
+-- The key of the advisory lock that every claim and renewal holds shared
+-- and an export or an import holds alone: the ceilings an export seals, or
+-- an import starts above, change under neither.  Shared holders never wait
+-- for each other, so no member waits for another member's call.
+CREATE FUNCTION uidgen.registry_seal_key() RETURNS bigint
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT hashtextextended('uidgen registry seal', 0)
 $$;
 
 -- The layout and rules members adopt; refused on a standby.
@@ -408,18 +442,24 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
 	 WHERE l.life = registry_lease_length.life
 $$;
 
--- Which registry this is, for members to pin (registry_identity above).
+-- Which registry this is, for members to pin (registry_identity above),
+-- whether it is sealed, and the registries it took over: a member moves
+-- here from one of those only (INV-20).
 CREATE FUNCTION uidgen.registry_identity(OUT registry_id uuid, OUT created_at timestamptz,
-                                         OUT fleet_started_at timestamptz)
+                                         OUT fleet_started_at timestamptz, OUT sealed_at timestamptz,
+                                         OUT predecessors uuid[])
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-	SELECT i.registry_id, i.created_at, i.fleet_started_at FROM uidgen.registry_identity i
+	SELECT i.registry_id, i.created_at, i.fleet_started_at, s.sealed_at,
+	       ARRAY(SELECT p.registry_id FROM uidgen.registry_predecessor p ORDER BY p.imported_at, p.registry_id)
+	  FROM uidgen.registry_identity i, uidgen.registry_state s
 $$;
 
 -- Notices a registry that may have lost state (it was restarted, restored,
 -- failed over or copied since it last handed something out) and then holds
 -- new claims back for a lease TTL plus max_borrow, while members re-assert
 -- what they hold.  Returns whether claims are held back, and until when.
-CREATE FUNCTION uidgen.registry_check_state(OUT quarantined boolean, OUT quarantine_until timestamptz)
+CREATE FUNCTION uidgen.registry_check_state(OUT quarantined boolean, OUT quarantine_until timestamptz,
+                                            OUT sealed boolean)
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	st   uidgen.registry_state;
@@ -455,11 +495,14 @@ BEGIN
 		 WHERE r.singleton IN (SELECT l.singleton FROM uidgen.registry_state l FOR UPDATE SKIP LOCKED);
 	END IF;
 	quarantine_until := st.quarantine_until;
+	sealed := st.sealed_at IS NOT NULL;
 	-- A new registry and one created again look alike (no block leased):
 	-- members of a lost one may still issue for the bound, unless the
-	-- registry's owner said that no earlier fleet exists.
+	-- registry's owner said that no earlier fleet exists, or imported the
+	-- sealed one it takes over.
 	SELECT * INTO STRICT ident FROM uidgen.registry_identity;
-	IF ident.fleet_started_at IS NULL AND now() < ident.created_at + uidgen.registry_holder_bound() THEN
+	IF ident.fleet_started_at IS NULL AND now() < ident.created_at + uidgen.registry_holder_bound()
+	   AND NOT EXISTS (SELECT FROM uidgen.registry_predecessor) THEN
 		quarantine_until := greatest(quarantine_until, ident.created_at + uidgen.registry_holder_bound());
 	END IF;
 	quarantined := coalesce(now() < quarantine_until, false);
@@ -542,10 +585,24 @@ DECLARE
 	lease_length interval;
 BEGIN
 	PERFORM uidgen.registry_refuse_transaction_block('registry_claim');
+	-- Read again once no export or import runs (registry_seal_key()): a
+	-- claim that began before an export committed sees the seal.
+	PERFORM pg_advisory_xact_lock_shared(uidgen.registry_seal_key());
+	state := uidgen.registry_check_state();
 	-- Not an error: what registry_check_state() noticed must commit.
 	IF state.quarantined THEN
 		held_back_until := state.quarantine_until;
 		RETURN;
+	END IF;
+	-- Exported: the registry that imported it leases above its ceilings,
+	-- which hold only while it leases nothing more (INV-20).
+	IF state.sealed THEN
+		RAISE EXCEPTION 'uidgen registry % is sealed: it leases no more worker blocks',
+		                (SELECT i.registry_id FROM uidgen.registry_identity i)
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'uid_registry_export() sealed it to move its fleet to the registry that imports it.',
+			      HINT = 'Point uidgen.registry at the registry that imported it and run SELECT uid_registry_move() '
+			             'in every member database.';
 	END IF;
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
@@ -666,6 +723,9 @@ DECLARE
 	lease_length interval;
 BEGIN
 	PERFORM uidgen.registry_refuse_transaction_block('registry_renew');
+	-- As in registry_claim(): no ceiling rises past an export.
+	PERFORM pg_advisory_xact_lock_shared(uidgen.registry_seal_key());
+	state := uidgen.registry_check_state();
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
 	lease_length := uidgen.registry_lease_length(life);
@@ -681,15 +741,22 @@ BEGIN
 		-- forgotten, so the lease row's ID alone cannot tell (INV-17,
 		-- ASM-1).  A live lease's ceiling is most of a lease ahead.
 		CONTINUE WHEN ceilings[i] IS NULL OR ceilings[i] <= uidgen.registry_delta(now() + cfg.max_clock_skew);
-		-- Renewing raises the ceiling (recorded ceilings only rise).
-		c := uidgen.registry_delta(now() + lease_length + cfg.max_borrow);
+		-- Renewing raises the ceiling (recorded ceilings only rise), but
+		-- never once sealed: the export gave the ceilings to the registry
+		-- that took the fleet over, whose holders issue above them.  The
+		-- holder then meets its ceiling and its lease ends, as any lease
+		-- not renewed (INV-20).
+		c := CASE WHEN state.sealed THEN NULL
+		          ELSE uidgen.registry_delta(now() + lease_length + cfg.max_borrow) END;
 		UPDATE uidgen.worker_block w
 		   SET lease_expires_at = now() + lease_length,
 		       reusable_after = greatest(w.reusable_after, now() + lease_length + cfg.max_borrow + cfg.max_clock_skew),
 		       ceiling_delta = greatest(w.ceiling_delta, c)
 		 WHERE w.block = b AND w.life = registry_renew.life AND w.lease_id = g AND w.status = 'leased'
 		RETURNING w.ceiling_delta INTO top_c;
-		IF NOT FOUND AND state.quarantined THEN
+		-- A sealed registry re-asserts nothing: a lease it lost is one it
+		-- did not export.
+		IF NOT FOUND AND state.quarantined AND NOT state.sealed THEN
 			-- The lost lease may have been granted for a whole TTL (its
 			-- life's age is lost state too): recorded so, its ceiling and end
 			-- are at least those the member holds, within the clock bound.
@@ -767,6 +834,7 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int
 REVOKE EXECUTE ON FUNCTION uidgen.registry_refuse_transaction_block(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_member_role() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_block_key(bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_seal_key() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
                                                  bigint[], text[], uuid[], uuid[], bigint[]) FROM PUBLIC;
@@ -787,8 +855,8 @@ BEGIN
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config FOR UPDATE;
 	-- Block b's workers follow from the block size: fixed by the first lease.
 	IF block_size IS DISTINCT FROM cfg.block_size AND block_size IS NOT NULL
-	   AND EXISTS (SELECT FROM uidgen.worker_block_lease) THEN
-		RAISE EXCEPTION 'cannot change the block size of a registry that has leased blocks'
+	   AND EXISTS (SELECT FROM uidgen.worker_block) THEN
+		RAISE EXCEPTION 'cannot change the block size of a registry that has leased or imported blocks'
 			USING ERRCODE = 'object_not_in_prerequisite_state';
 	END IF;
 	-- The rules against each other, as they will stand: a TTL that cannot
@@ -869,9 +937,163 @@ $$;
 COMMENT ON FUNCTION @extschema@.uid_registry_quarantine_until()
 	IS 'At a registry: until when it leases no new block after a restart, restore or failover; NULL when it leases';
 
+-- Moving a fleet to another registry (INV-20): the old registry's export
+-- seals it -- it leases no block and raises no ceiling from then on, so
+-- every unit its holders may still issue is at or below the ceilings the
+-- export carries -- and the new registry's import records those ceilings
+-- as its own for the same blocks, so that it leases each block above them
+-- (registry_claim()) and never-leased blocks at its clock, at once.  A
+-- second export returns the same document.  Refused while the registry
+-- may have lost leases (a quarantine, or a new registry's wait), whose
+-- ceilings it cannot export.
+CREATE FUNCTION @extschema@.uid_registry_export() RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	state record;
+	st    uidgen.registry_state;
+BEGIN
+	-- No claim or renewal runs meanwhile, and none raises a ceiling after.
+	PERFORM pg_advisory_xact_lock(uidgen.registry_seal_key());
+	state := uidgen.registry_check_state();
+	SELECT * INTO STRICT st FROM uidgen.registry_state;
+	IF st.sealed_at IS NULL THEN
+		IF state.quarantined THEN
+			RAISE EXCEPTION 'cannot export uidgen registry % while it holds new leases back',
+			                (SELECT i.registry_id FROM uidgen.registry_identity i)
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+				      DETAIL = format('It may have lost leases (a restart, a restore, or a new registry''s wait), '
+				                      'whose ceilings it does not know until %s.', state.quarantine_until),
+				      HINT = 'Export it once that time has passed.';
+		END IF;
+		UPDATE uidgen.registry_state
+		   SET sealed_at = now(),
+		       sealed_ceiling = coalesce((SELECT max(b.ceiling_delta) FROM uidgen.worker_block b), -1)
+		RETURNING * INTO st;
+	END IF;
+	RETURN (
+		SELECT jsonb_build_object(
+			'format', 'uidgen registry export',
+			'version', 1,
+			'registry_id', i.registry_id,
+			'sealed_at', st.sealed_at,
+			'sealed_ceiling', st.sealed_ceiling,
+			'layout', jsonb_build_object('time_bits', c.time_bits, 'worker_bits', c.worker_bits,
+			                             'seq_bits', c.seq_bits, 'epoch', c.epoch, 'unit', c.unit),
+			'rules', jsonb_build_object('lease_ttl', r.lease_ttl, 'block_size', r.block_size,
+			                            'max_borrow', r.max_borrow, 'max_clock_skew', r.max_clock_skew),
+			'blocks', coalesce((SELECT jsonb_agg(jsonb_build_object('block', b.block, 'ceiling_delta', b.ceiling_delta)
+			                                     ORDER BY b.block)
+			                      FROM uidgen.worker_block b), '[]'))
+		  FROM uidgen.registry_identity i, uidgen.config c, uidgen.registry_config r);
+END
+$$;
+COMMENT ON FUNCTION @extschema@.uid_registry_export()
+	IS 'Seals this registry (it leases no more) and returns what a registry that takes its fleet over imports';
+
+-- Takes over the fleet of the registry whose export document is: records
+-- its ceilings per block (as released blocks of a life named by its
+-- identity, reusable once their ceiling has passed) and its identity, from
+-- which members may then move here.  Only before this registry's first
+-- lease (its own holders would issue below the imported ceilings), under
+-- the same layout and block size; again for the same export, a no-op;
+-- several exports (merging fleets) keep the greatest ceiling of each block.
+-- Lets the registry lease at once, as uid_registry_start_fleet() does.
+CREATE FUNCTION @extschema@.uid_registry_import(document jsonb) RETURNS uuid
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	state record;
+	me    uuid := (SELECT i.registry_id FROM uidgen.registry_identity i);
+	c     uidgen.config;
+	cfg   uidgen.registry_config;
+	pred  uuid;
+	lay   jsonb;
+	unit_span interval;
+BEGIN
+	-- No claim runs meanwhile: each sees the imported ceilings or none.
+	PERFORM pg_advisory_xact_lock(uidgen.registry_seal_key());
+	state := uidgen.registry_check_state();
+	IF document IS NULL OR jsonb_typeof(document) IS DISTINCT FROM 'object'
+	   OR document->>'format' IS DISTINCT FROM 'uidgen registry export' OR document->>'version' IS DISTINCT FROM '1'
+	   OR jsonb_typeof(document->'registry_id') IS DISTINCT FROM 'string'
+	   OR jsonb_typeof(document->'sealed_ceiling') IS DISTINCT FROM 'number'
+	   OR jsonb_typeof(document->'layout') IS DISTINCT FROM 'object'
+	   OR jsonb_typeof(document->'rules') IS DISTINCT FROM 'object'
+	   OR jsonb_typeof(document->'blocks') IS DISTINCT FROM 'array' THEN
+		RAISE EXCEPTION 'the document is not an export of a uidgen registry'
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Pass what uid_registry_export() returned at the registry whose fleet moves here.';
+	END IF;
+	pred := (document->>'registry_id')::uuid;
+	IF pred = me THEN
+		RAISE EXCEPTION 'uidgen registry % cannot import its own export', me
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Import the export into the registry that takes the fleet over.';
+	END IF;
+	SELECT * INTO STRICT c FROM uidgen.config;
+	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
+	lay := jsonb_build_object('time_bits', c.time_bits, 'worker_bits', c.worker_bits, 'seq_bits', c.seq_bits,
+	                          'epoch', c.epoch, 'unit', c.unit);
+	IF (document->'layout') IS DISTINCT FROM lay THEN
+		RAISE EXCEPTION 'uidgen registry % has another layout than this registry', pred
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = format('Its layout is %s; this registry''s is %s.', document->'layout', lay),
+			      HINT = 'Give this registry the same layout with uid_configure() before its first lease: '
+			             'its members issue under it.';
+	END IF;
+	IF (document->'rules'->>'block_size')::int IS DISTINCT FROM cfg.block_size THEN
+		RAISE EXCEPTION 'uidgen registry % has blocks of % workers, this registry of %', pred,
+		                document->'rules'->>'block_size', cfg.block_size
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'The ceilings it exported are per block.',
+			      HINT = format('Set this registry''s block size with SELECT uid_registry_configure(block_size => %s) '
+			                    'before its first lease.', document->'rules'->>'block_size');
+	END IF;
+	IF EXISTS (SELECT FROM uidgen.registry_predecessor p
+	            WHERE p.registry_id = pred AND p.sealed_ceiling = (document->>'sealed_ceiling')::bigint) THEN
+		RETURN pred;
+	END IF;
+	IF EXISTS (SELECT FROM uidgen.worker_block_lease) THEN
+		RAISE EXCEPTION 'uidgen registry % has leased worker blocks already', me
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'Its holders may issue units at or below the ceilings the export carries.',
+			      HINT = 'Import an export into a new registry, before its first lease.';
+	END IF;
+	unit_span := CASE c.unit WHEN 'second' THEN interval '1 s' ELSE interval '1 ms' END;
+	INSERT INTO uidgen.registry_predecessor (registry_id, sealed_at, sealed_ceiling)
+	VALUES (pred, (document->>'sealed_at')::timestamptz, (document->>'sealed_ceiling')::bigint)
+	ON CONFLICT (registry_id) DO UPDATE
+	   SET sealed_ceiling = greatest(registry_predecessor.sealed_ceiling, excluded.sealed_ceiling);
+	INSERT INTO uidgen.server_life (life, system_identifier, timeline, host, port, member_role)
+	VALUES (pred, 'uidgen registry ' || pred, 0, '', 0, current_user)
+	ON CONFLICT ON CONSTRAINT server_life_pkey DO NOTHING;
+	-- The next holder of a block starts above its imported ceiling
+	-- (registry_claim() takes the greater of the row's ceiling and its
+	-- clock); the block is reusable once that ceiling is behind the clock
+	-- bound, so that never-leased blocks go first.
+	INSERT INTO uidgen.worker_block AS w
+	       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, released_at, reusable_after,
+	        lease_id, ceiling_delta)
+	SELECT x.block, (x.block - 1) * cfg.block_size + 1,
+	       least(x.block * cfg.block_size, (1::bigint << c.worker_bits) - 1), pred, 'released', now(), now(), now(),
+	       c.epoch + (x.ceiling_delta + 1) * unit_span + cfg.max_clock_skew, gen_random_uuid(), x.ceiling_delta
+	  FROM jsonb_to_recordset(document->'blocks') AS x(block bigint, ceiling_delta bigint)
+	ON CONFLICT ON CONSTRAINT worker_block_pkey DO UPDATE
+	   SET ceiling_delta = greatest(w.ceiling_delta, excluded.ceiling_delta),
+	       reusable_after = greatest(w.reusable_after, excluded.reusable_after);
+	-- Nothing leased here yet: a quarantine can only be of a restart since
+	-- CREATE EXTENSION, as uid_registry_start_fleet() lifts it.
+	UPDATE uidgen.registry_state SET quarantine_until = NULL;
+	RETURN pred;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.uid_registry_import(jsonb)
+	IS 'Takes over the fleet of a registry by its export: leases above its ceilings; returns its identity';
+
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval, int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_start_fleet() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_quarantine_until() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_export() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_import(jsonb) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_release(uuid) FROM PUBLIC;
 
 -- A member that connects as another role from now on (one that does not
@@ -926,16 +1148,18 @@ REVOKE ALL ON uidgen.registry_status FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_status_rows() FROM PUBLIC;
 
 -- Moving this database to the registry its server's agent reaches now,
--- whose identity differs from the one it joined (the registry was created
--- again, rebuilt or replaced on purpose): it adopts that identity and joins
--- anew, its workers starting above everything it issued or may still
--- issue.  Run in every member database; returns the identity adopted.
-CREATE FUNCTION @extschema@.uid_registry_move() RETURNS uuid
+-- whose identity differs from the one it joined: it adopts that identity
+-- and joins anew, its workers starting above everything it issued or may
+-- still issue.  Only to a registry that imported the one it leaves
+-- (uid_registry_import()), unless old_registry_lost says that one is gone
+-- for good (INV-20, ASM-9).  Run in every member database; returns the
+-- identity adopted.
+CREATE FUNCTION @extschema@.uid_registry_move(old_registry_lost boolean DEFAULT false) RETURNS uuid
 AS 'MODULE_PATHNAME', 'uid_registry_move'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.uid_registry_move()
+COMMENT ON FUNCTION @extschema@.uid_registry_move(boolean)
 	IS 'Moves this database to the registry uidgen.registry reaches now, above every ID it issued';
-REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_move() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_move(boolean) FROM PUBLIC;
 
 -- Leaving the registry on purpose: a member whose uidgen.registry was unset
 -- issues nothing until the setting is back or it leaves, since a worker of

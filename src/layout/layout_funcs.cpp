@@ -69,7 +69,7 @@ uidgen::pg::registry_has_leased()
 {
 	if (!OidIsValid(block_lease_relid()))
 		return false;
-	spi_run("SELECT EXISTS (SELECT FROM uidgen.worker_block_lease)", 0, nullptr, nullptr, Visibility::Latest,
+	spi_run("SELECT EXISTS (SELECT FROM uidgen.worker_block)", 0, nullptr, nullptr, Visibility::Latest,
 			SPI_OK_SELECT);
 	return spi_bool(0, 0);
 }
@@ -292,7 +292,7 @@ uidgen::pg::change_layout(const Layout &layout, TimestampTz epoch, bool *changed
 		if (registry_has_leased())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot change the layout of a uidgen registry that has leased worker blocks"),
+					 errmsg("cannot change the layout of a uidgen registry that has leased or imported worker blocks"),
 					 errdetail("Its members issue IDs under layout %s.", current_text.text),
 					 errhint("Choose a fleet's layout before its registry leases its first block; another "
 							 "layout needs a new registry.")));

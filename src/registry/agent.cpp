@@ -733,14 +733,14 @@ fetch_rules()
  * (registry_pin.hpp).
  */
 bool
-read_identity(pg_uuid_t *seen)
+read_identity(pg_uuid_t *seen, Predecessors *predecessors)
 {
 	const char *what = "reading the registry's identity";
-	PGresult *r = call(what, "SELECT registry_id FROM uidgen.registry_identity()", 0, nullptr);
+	PGresult *r = call(what, "SELECT registry_id, predecessors FROM uidgen.registry_identity()", 0, nullptr);
 
 	if (r == nullptr)
 		return false;
-	if (!reply_has_shape(r, what, 1, 1))
+	if (!reply_has_shape(r, what, 1, 2))
 		return false;
 	if (PQgetisnull(r, 0, 0))
 	{
@@ -757,8 +757,65 @@ read_identity(pg_uuid_t *seen)
 		record_bad_reply(r, what, problem);
 		return false;
 	}
+
+	/* "{uuid,uuid}": more than max_predecessors are not kept, so a move from them is refused. */
+	const char *list = PQgetisnull(r, 0, 1) ? "{}" : PQgetvalue(r, 0, 1);
+	size_t length = strlen(list);
+	predecessors->count = 0;
+	if (length < 2 || list[0] != '{' || list[length - 1] != '}')
+	{
+		record_bad_reply(r, what, "column \"predecessors\" of the reply is not an array");
+		return false;
+	}
+	for (size_t pos = 1; pos + 1 < length && predecessors->count < max_predecessors;)
+	{
+		char one[UUID_LEN * 2 + 5];
+		size_t end = pos;
+
+		while (end + 1 < length && list[end] != ',')
+			end++;
+		if (end - pos >= sizeof(one) || (memcpy(one, list + pos, end - pos), one[end - pos] = '\0',
+										 !parse_uuid_text(one, &predecessors->ids[predecessors->count])))
+		{
+			record_bad_reply(r, what, "column \"predecessors\" of the reply is not an array of UUIDs");
+			return false;
+		}
+		predecessors->count++;
+		pos = end + 1;
+	}
 	PQclear(r);
 	return true;
+}
+
+/*
+ * Whether this server may work with registry seen, which took over
+ * predecessors: the one it pinned, none pinned yet, one that imported the
+ * pinned one (which is sealed: INV-20), or any on purpose when the pinned
+ * one is gone for good (lost_move_wanted()).  Otherwise the refusal is
+ * written to message.
+ */
+bool
+may_move_to(const pg_uuid_t &seen, const Predecessors &predecessors, char message[error_text_size])
+{
+	pg_uuid_t pinned;
+
+	if (!pinned_registry(&pinned) || memcmp(pinned.data, seen.data, UUID_LEN) == 0 || imported(predecessors, pinned)
+		|| lost_move_wanted())
+		return true;
+
+	char seen_text[UUID_LEN * 2 + 5];
+	char pinned_text[UUID_LEN * 2 + 5];
+
+	uuid_text(seen, seen_text);
+	uuid_text(pinned, pinned_text);
+	snprintf(message, error_text_size,
+			 "uidgen registry %s has not imported uidgen registry %s, which this server joined: its leases could "
+			 "overlap those the old registry's members still hold, so nothing is leased there (run SELECT "
+			 "uid_registry_export() at the old registry and SELECT uid_registry_import(...) with its result at "
+			 "the new one; if the old registry is gone for good, run SELECT uid_registry_move(old_registry_lost "
+			 "=> true) in every member database)",
+			 seen_text, pinned_text);
+	return false;
 }
 
 bool
@@ -766,17 +823,25 @@ check_identity()
 {
 	pg_uuid_t seen;
 	pg_uuid_t pinned;
+	Predecessors predecessors;
 
-	if (!read_identity(&seen))
+	if (!read_identity(&seen, &predecessors))
 		return false;
 	/* Another registry under another uidgen.registry: as in adopt_pending(). */
 	if (text_changed_since_pin && pinned_registry(&pinned) && memcmp(pinned.data, seen.data, UUID_LEN) != 0)
 	{
+		char message[error_text_size];
+
+		if (!may_move_to(seen, predecessors, message))
+		{
+			set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
+			return false;
+		}
 		forget_blocks();
 		unpin_registry();
 	}
 	text_changed_since_pin = false;
-	if (!note_registry_identity(seen, current_attempt, &pinned))
+	if (!note_registry_identity(seen, predecessors, current_attempt, &pinned))
 	{
 		char message[error_text_size];
 		char seen_text[UUID_LEN * 2 + 5];
@@ -787,8 +852,10 @@ check_identity()
 		snprintf(message, sizeof(message),
 				 "the registry database is uidgen registry %s, not %s, which this server joined: it was created "
 				 "again, rebuilt or replaced, and knows nothing of this server's leases; nothing is leased or "
-				 "renewed there (to move to it on purpose, run SELECT uid_registry_move() in every member "
-				 "database)",
+				 "renewed there (to move to it on purpose, run SELECT uid_registry_export() at the old registry "
+				 "and SELECT uid_registry_import(...) with its result at this one, then SELECT uid_registry_move() "
+				 "in every member database; if the old registry is gone for good, "
+				 "uid_registry_move(old_registry_lost => true))",
 				 seen_text, pinned_text);
 		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
 		return false;
@@ -1036,8 +1103,10 @@ claim_block(LeaseTable *state)
 			return false;
 		}
 		snprintf(message, sizeof(message),
-				 "the uidgen registry hands out no worker block until %.64s: it was restarted, restored or failed "
-				 "over, and may have lost leases, which their holders re-assert first",
+				 "the uidgen registry hands out no worker block until %.64s: it may have lost leases (it was "
+				 "restarted, restored or failed over), which their holders re-assert first, or it is new and may "
+				 "replace a registry whose members still issue (uid_registry_start_fleet() or "
+				 "uid_registry_import() there ends that wait)",
 				 PQgetvalue(r, 0, 5));
 		PQclear(r);
 		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
@@ -1239,10 +1308,19 @@ PGconn *
 probe_pending(pg_uuid_t *seen)
 {
 	PGconn *kept = conn;
+	Predecessors predecessors;
+	char refusal[error_text_size];
 
 	conn = nullptr;
 	probing = true;
-	bool reached = connect_to_registry(pending) && read_identity(seen) && role_may_renew(*seen);
+	bool reached = connect_to_registry(pending) && read_identity(seen, &predecessors);
+	/* Another registry only if it took over the one pinned (INV-20): else the value fails. */
+	if (reached && !may_move_to(*seen, predecessors, refusal))
+	{
+		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, refusal);
+		reached = false;
+	}
+	reached = reached && role_may_renew(*seen);
 	PGconn *candidate = reached ? conn : nullptr;
 	if (!reached)
 		disconnect();
@@ -1345,7 +1423,7 @@ follow_setting(LeaseTable *state)
 
 	/* While conn is down, once a round (a second): not at every wake-up of the agent. */
 	bool conn_down = conn == nullptr || PQstatus(conn) != CONNECTION_OK;
-	if (monotonic_ms() < pending_due_mono)
+	if (monotonic_ms() < pending_due_mono && !lost_move_wanted())
 		return;
 	pending_due_mono = monotonic_ms() + (conn_down ? tick_ms : pending_retry_ms);
 

@@ -70,6 +70,8 @@ constexpr int max_leased_blocks = 64;
 constexpr int max_grants = 4096;
 constexpr int registry_text_size = 256;
 constexpr int error_text_size = 512;
+/* Predecessors of a registry a member keeps (uidgen.registry_predecessor there); beyond, a move is refused. */
+constexpr int max_predecessors = 16;
 
 struct LeasedBlock
 {
@@ -174,6 +176,15 @@ struct LeaseTable
 	uint8 registry_seen_id[16];
 	uint64 registry_seen_attempt;	/* the attempt that read registry_seen_id */
 	uint64 identity_wanted;			/* an attempt that reads it is wanted (uid_registry_move()) */
+	/*
+	 * The registries the one seen last imported, sealed, with their
+	 * ceilings: a member moves to it only from one of them, or from one
+	 * that is gone for good, on purpose (move_lost_wanted, set by
+	 * uid_registry_move(old_registry_lost => true) until the move pins).
+	 */
+	int registry_seen_npredecessors;
+	uint8 registry_seen_predecessors[max_predecessors][16];
+	std::atomic<bool> move_lost_wanted;
 };
 static_assert(std::is_trivially_destructible_v<LeaseTable>);
 

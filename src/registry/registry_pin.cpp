@@ -18,14 +18,30 @@ extern "C" {
 
 namespace uidgen::pg {
 
+static_assert(sizeof(Predecessors::ids) / sizeof(pg_uuid_t) == max_predecessors);
+
 bool
-note_registry_identity(const pg_uuid_t &seen, uint64 attempt, pg_uuid_t *pinned)
+imported(const Predecessors &predecessors, const pg_uuid_t &id)
+{
+	for (int i = 0; i < predecessors.count; i++)
+	{
+		if (memcmp(predecessors.ids[i].data, id.data, UUID_LEN) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool
+note_registry_identity(const pg_uuid_t &seen, const Predecessors &predecessors, uint64 attempt, pg_uuid_t *pinned)
 {
 	LeaseTable *state = lease_table();
 	bool same;
 
 	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	memcpy(state->registry_seen_id, seen.data, UUID_LEN);
+	state->registry_seen_npredecessors = predecessors.count;
+	for (int i = 0; i < predecessors.count; i++)
+		memcpy(state->registry_seen_predecessors[i], predecessors.ids[i].data, UUID_LEN);
 	state->registry_seen = true;
 	state->registry_seen_attempt = attempt;
 	if (!state->registry_pinned)
@@ -38,6 +54,36 @@ note_registry_identity(const pg_uuid_t &seen, uint64 attempt, pg_uuid_t *pinned)
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 	return same;
+}
+
+bool
+seen_registry(pg_uuid_t *seen, Predecessors *predecessors)
+{
+	LeaseTable *state = lease_table();
+	bool any;
+
+	LWLockAcquire(&state->lock, LW_SHARED);
+	any = state->registry_seen;
+	memcpy(seen->data, state->registry_seen_id, UUID_LEN);
+	predecessors->count = any ? state->registry_seen_npredecessors : 0;
+	for (int i = 0; i < predecessors->count; i++)
+		memcpy(predecessors->ids[i].data, state->registry_seen_predecessors[i], UUID_LEN);
+	LWLockRelease(&state->lock);
+	return any;
+}
+
+void
+want_lost_move(bool wanted)
+{
+	lease_table()->move_lost_wanted.store(wanted);
+	if (wanted)
+		wake_agent();
+}
+
+bool
+lost_move_wanted()
+{
+	return lease_table()->move_lost_wanted.load();
 }
 
 bool

@@ -19,14 +19,43 @@ extern "C" {
 #include "utils/uuid.h"
 }
 
+#include <type_traits>
+
 namespace uidgen::pg {
 
 /*
- * The agent: the identity the registry replied in attempt; whether it is
- * the one pinned (pinning it when none is).  R11: a member leases and
- * renews only at the identity it pinned.
+ * The registries a registry took over (uid_registry_import()), as its
+ * uidgen.registry_identity() lists them; at most max_predecessors.
  */
-bool note_registry_identity(const pg_uuid_t &seen, uint64 attempt, pg_uuid_t *pinned);
+struct Predecessors
+{
+	int count;
+	pg_uuid_t ids[16];
+};
+static_assert(std::is_trivially_destructible_v<Predecessors>);
+
+/* Whether id is one of predecessors. */
+bool imported(const Predecessors &predecessors, const pg_uuid_t &id);
+
+/*
+ * The agent: the identity the registry replied in attempt, and the
+ * registries it took over; whether it is the one pinned (pinning it when
+ * none is).  R11: a member leases and renews only at the identity it
+ * pinned.
+ */
+bool note_registry_identity(const pg_uuid_t &seen, const Predecessors &predecessors, uint64 attempt,
+							pg_uuid_t *pinned);
+
+/* The registry the agent saw last and the registries it took over; false when it has seen none. */
+bool seen_registry(pg_uuid_t *seen, Predecessors *predecessors);
+
+/*
+ * Whether a member may move to a registry that did not import the one it
+ * joined: set by uid_registry_move(old_registry_lost => true), cleared when
+ * the move has pinned.
+ */
+void want_lost_move(bool wanted);
+bool lost_move_wanted();
 
 /* The agent: whether a backend waits for the identity to be read afresh. */
 bool identity_read_wanted();

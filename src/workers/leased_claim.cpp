@@ -224,8 +224,9 @@ joined_floor(const char *registry, const char *pinned)
 					   "and knows nothing of the workers this database was leased; this database takes no "
 					   "worker from it."),
 			 errhint("To move this database to that registry on purpose, run SELECT uid_registry_move() "
-					 "in it, as in every member database; otherwise set uidgen.registry to the registry "
-					 "it joined.")));
+					 "in it, as in every member database, once that registry imported the export of the one "
+					 "it joined (or with old_registry_lost => true if that one is gone for good); otherwise "
+					 "set uidgen.registry to the registry it joined.")));
 	pg_unreachable();
 }
 

@@ -55,12 +55,12 @@ is($other->safe_psql('fresh', 'SELECT worker_bits || \'/\' || seq_bits FROM uidg
 is($registry->safe_psql('registry', 'SELECT configurable FROM uid_layout()'), 'f',
 	'a registry that leased a block reports its layout fixed');
 $err = psql_error($registry, 'registry', 'SELECT uid_configure(worker_bits => 12, seq_bits => 10)');
-like($err, qr/ERROR:  55000: cannot change the layout of a uidgen registry that has leased worker blocks/,
+like($err, qr/ERROR:  55000: cannot change the layout of a uidgen registry that has leased or imported worker blocks/,
 	'uid_configure at a registry that leased a block: 55000');
 is($registry->safe_psql('registry', "SELECT worker_bits || '/' || seq_bits FROM uidgen.config"), '13/9',
 	'and the layout is unchanged');
 $err = psql_error($registry, 'registry', 'SELECT uid_registry_configure(block_size => 4)');
-like($err, qr/ERROR:  55000: cannot change the block size of a registry that has leased blocks/,
+like($err, qr/ERROR:  55000: cannot change the block size of a registry that has leased or imported blocks/,
 	'nor the block size: 55000');
 like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'and the member goes on issuing');
 

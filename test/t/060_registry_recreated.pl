@@ -7,8 +7,11 @@
 #
 # A registry created again has another identity (uidgen.registry_identity),
 # which the members that joined the old one refuse (class 08): they issue
-# under the leases they hold, then nothing, until uid_registry_move() in
-# each member database moves them, above everything they issued.  The new
+# under the leases they hold, then nothing, until
+# uid_registry_move(old_registry_lost => true) in each member database moves
+# them, above everything they issued (a plain uid_registry_move() is
+# refused: the new registry imported nothing, and only the explicit word
+# that the old one is gone for good lets a member go there, ASM-9).  The new
 # registry leases nothing until what holders of the lost one may still
 # issue is behind it (registry_holder_bound(): lease TTL + max_borrow +
 # clock bound, 21 s here), since it was not set up with
@@ -161,7 +164,11 @@ for my $where ([ $m1, 'postgres', 'old' ], [ $m1, 'new1', 'new1' ], [ $m2, 'post
 	my ($node, $db, $label) = @$where;
 	my $key = $node->name . "/$db";
 	my ($count, $max_id) = split /\|/, $node->safe_psql($db, 'SELECT count(*), max(id) FROM t');
-	is($node->safe_psql($db, 'SELECT uid_registry_move()'), $id1, "$key moves to registry $id1");
+	like(psql_error($node, $db, 'SELECT uid_registry_move()'),
+		qr/ERROR:  55000: uidgen registry \Q$id1\E has not imported uidgen registry \Q$id0\E.*old_registry_lost => true/s,
+		"$key: a move to the registry that imported nothing is refused, with the way to do it");
+	is($node->safe_psql($db, 'SELECT uid_registry_move(old_registry_lost => true)'), $id1,
+		"$key moves to registry $id1 once told that the old one is lost");
 	is($node->safe_psql($db, 'SELECT registry_id FROM uidgen.membership'), $id1, "$key: uidgen.membership pins it");
 	$node->poll_query_until($db, "SELECT count(*) >= $count + 1000 FROM t WHERE src = '$label'")
 	  or die "$key issues nothing after the move";

@@ -55,7 +55,7 @@ sub s1_try
 }
 
 # The registry is dropped and created again, and the database moves to it
-# (the documented act, as the nemesis does): the server drops the old
+# (the documented act for a registry lost for good, as the nemesis does): the server drops the old
 # registry's block, so s1's next raise of its reservation fails, and its
 # next command retires the worker and fails to register, since the new
 # registry leases nothing until told that this is a new fleet.
@@ -64,7 +64,7 @@ $registry->safe_psql('registry', q{
 	CREATE EXTENSION uidgen;
 	SELECT uid_configure(worker_bits => 1, seq_bits => 9);
 	SELECT uid_registry_configure(lease_ttl => '3s', max_borrow => '1s', block_size => 1)});
-$m1->safe_psql('postgres', 'SELECT uid_registry_move()');
+$m1->safe_psql('postgres', 'SELECT uid_registry_move(old_registry_lost => true)');
 my $error = '';
 my $until = time + 60;
 while (time < $until && $error !~ /has run out/)

@@ -494,7 +494,8 @@ sub registry_recreate
 		. "max_borrow => '$Nemesis::Fleet::MAX_BORROW')");
 	return "RECREATE FAILED: $err" unless $ok;
 	# The members refuse the new identity (08004) until each of their
-	# databases moves to it: the documented act (INV-20).  No
+	# databases moves to it: the documented act for a registry lost for
+	# good, which nothing could export (INV-20, ASM-9).  No
 	# uid_registry_start_fleet(): the new registry waits out the old one's
 	# holders.
 	my @moved;
@@ -504,7 +505,7 @@ sub registry_recreate
 		for my $db (split ' ', $dbs)
 		{
 			my ($moved) = Nemesis::Fleet::query($node, $db,
-				q{SELECT uid_registry_move() FROM pg_extension WHERE extname = 'uidgen'});
+				q{SELECT uid_registry_move(old_registry_lost => true) FROM pg_extension WHERE extname = 'uidgen'});
 			push @moved, $node->name . "/$db" if $moved;
 		}
 	}
