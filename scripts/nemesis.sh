@@ -36,6 +36,8 @@ if [ "$(id -u)" -eq 0 ]; then
 	chown postgres: "$work_out"
 	status=0
 	rerun_as_postgres scripts/nemesis.sh --out "$work_out" "${args[@]}" || status=$?
+	# This run's files only: an earlier run's clients and servers are not this one's.
+	rm -rf "$out/ids" "$out/proxy" "$out/tmp_check"
 	cp -a "$work_out"/. "$out"/
 	rm -rf "$work_out"
 	log "the history and the servers' logs are in $out"
