@@ -193,15 +193,26 @@ sub kill_one
 {
 	my ($fleet, $node, $type, $u) = @_;
 	my $pid = pick($u, pids_of($node, $type)) or return undef;
+	return kill_pid($fleet, $node, $type, $pid);
+}
+
+sub kill_pid
+{
+	my ($fleet, $node, $type, $pid) = @_;
 	my $offset = log_offset($node);
 	kill 'KILL', $pid;
 	return "SIGKILL to $type $pid: " . wait_for_crash_restart($fleet, $node, $offset);
 }
 
+# A client backend's process title names its user and database, not its
+# type: pg_stat_activity tells them.
 sub kill_backend
 {
 	my ($fleet, $fault, $node) = @_;
-	return kill_one($fleet, $node, 'client backend', $fault->{u1}) // 'skipped: no client backend';
+	my $pids = q1($node, 'postgres', q{SELECT string_agg(pid::text, ' ' ORDER BY pid) FROM pg_stat_activity
+		WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname <> 'postgres'}) // '';
+	my $pid = pick($fault->{u1}, split(' ', $pids)) or return 'skipped: no client backend';
+	return kill_pid($fleet, $node, 'client backend', $pid);
 }
 
 sub kill_agent
