@@ -197,21 +197,31 @@ sub registry_unset_and_set
 
 # ---- the registry's sessions --------------------------------------------------
 
-# A member role holds a transaction open at the registry that called a
-# registry function (a fake life, rolled back): an operator's forgotten
-# psql session as that role.  Issue 32, item 5: its locks make the other
-# members' agents wait (a known gap).
+# A member role calls a registry function at the registry (for a fake life
+# and a system identifier of its own, so that nothing is leased) and holds
+# its session for about a TTL: in a transaction block it leaves open (an
+# operator's forgotten psql session), refused since issue 32's item 5
+# (25001), or in one long statement.  Neither may make any member wait.
 sub member_txn_open
 {
 	my ($fleet, $fault, $node) = @_;
 	my $hold = sprintf('%.1f', $Nemesis::Fleet::LEASE_TTL * (0.8 + 0.4 * $fault->{u1}));
-	my ($ok, undef, $err) = query($fleet->{registry}, 'registry', q{BEGIN; }
-		. q{SELECT count(*) FROM uidgen.registry_renew(gen_random_uuid(), 'nemesis', 1, 'nemesis', 0, '{}', '{}', '{}', }
-		. q{'{}', '{}', '{}', '{}', '{}'); }
-		. "SELECT pg_sleep($hold); ROLLBACK",
-		role => $node->{nemesis_role}, password => $node->{nemesis_password}, timeout => $hold + 60);
-	return "a transaction of $node->{nemesis_role} at the registry: the call FAILED: $err" unless $ok;
-	return "a transaction of $node->{nemesis_role} at the registry held registry_renew() open for ${hold}s, rolled back";
+	my $role = $node->{nemesis_role};
+	my $call = "uidgen.registry_renew(gen_random_uuid(), 'nemesis_$role', 1, 'nemesis', 0, "
+	  . q{'{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')};
+	my ($how, $sql) = $fault->{u2} < 0.5
+	  ? ('a transaction block', "BEGIN; SELECT count(*) FROM $call; SELECT pg_sleep($hold); ROLLBACK")
+	  : ('one long statement', "SELECT count(*), pg_sleep($hold) FROM $call");
+	my $started = Time::HiRes::time();
+	my ($ok, undef, $err) = query($fleet->{registry}, 'registry', $sql,
+		role => $role, password => $node->{nemesis_password}, timeout => $hold + 60);
+	if (!$ok)
+	{
+		my ($first) = $err =~ /^(?:psql:[^\n]*?)?(ERROR:[^\n]*)/m;
+		return "$role called registry_renew() at the registry in $how: refused (" . ($first // $err) . ')';
+	}
+	return sprintf('%s called registry_renew() at the registry in %s and held it for %.1fs', $role, $how,
+		Time::HiRes::time() - $started);
 }
 
 1;
