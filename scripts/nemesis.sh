@@ -36,6 +36,8 @@ if [ "$(id -u)" -eq 0 ]; then
 	chown postgres: "$work_out"
 	status=0
 	rerun_as_postgres scripts/nemesis.sh --out "$work_out" "${args[@]}" || status=$?
+	# This run's files only: an earlier run's clients and servers are not this one's.
+	rm -rf "$out/ids" "$out/proxy" "$out/tmp_check"
 	cp -a "$work_out"/. "$out"/
 	rm -rf "$work_out"
 	log "the history and the servers' logs are in $out"
@@ -53,7 +55,9 @@ export PG_CONFIG=$bindir/pg_config
 export PATH=$bindir:$PATH
 log "$("$PG_CONFIG" --version) (a relocated copy)"
 log "building"
-build_and_install "$bindir" "$scratch/build.log" build/nemesis_client
+# The stalling resolver (test/shim/stall_getaddrinfo.c) goes into the
+# members' postmasters when the run has slow_resolver.
+build_and_install "$bindir" "$scratch/build.log" build/nemesis_client build/stall_getaddrinfo.so
 log "built in $((SECONDS - started)) s; the history goes to $out/history.txt"
 
 # What PostgreSQL::Test::Cluster expects of its caller (make prove-one):
@@ -63,6 +67,7 @@ pgxs=$("$PG_CONFIG" --pgxs)
 rm -rf "$out/ids" "$out/proxy" "$out/tmp_check"
 status=0
 TESTDIR=$out PG_REGRESS="$(dirname "$pgxs")/../test/regress/pg_regress" perl -I "$(dirname "$pgxs")/../test/perl" test/nemesis/nemesis.pl \
-	--out "$out" --client "$top/build/nemesis_client" --top "$top" "${args[@]}" || status=$?
+	--out "$out" --client "$top/build/nemesis_client" --stall-shim "$top/build/stall_getaddrinfo.so" \
+	--top "$top" "${args[@]}" || status=$?
 log "make nemesis took $((SECONDS - started)) s; servers' logs in $out/tmp_check/log"
 exit $status

@@ -5,6 +5,7 @@
 # PostgreSQL::Test::Cluster.
 #
 #   nemesis.pl --seed N --minutes M --faults KINDS --out DIR --client PATH --top DIR
+#              [--stall-shim PATH]
 #
 # Sets up the fleet (Nemesis::Fleet), draws the seed's schedule of faults
 # (Nemesis::Faults), injects them one after another while the clients
@@ -39,7 +40,8 @@ use Nemesis::Fleet;
 use UidgenTest qw(stop_pgbouncer);
 
 my %opt = (seed => 1, minutes => 3, faults => 'default');
-GetOptions(\%opt, 'seed=i', 'minutes=f', 'faults=s', 'out=s', 'client=s', 'top=s') or die "bad options\n";
+GetOptions(\%opt, 'seed=i', 'minutes=f', 'faults=s', 'out=s', 'client=s', 'top=s', 'stall-shim=s')
+  or die "bad options\n";
 $opt{out} or die "--out is required\n";
 $opt{client} && -x $opt{client} or die "--client must name nemesis_client\n";
 $opt{top} //= "$FindBin::Bin/../..";
@@ -68,8 +70,14 @@ my @schedule = Nemesis::Faults::schedule($opt{seed}, $opt{minutes} * 60, @kinds)
 say_line('schedule: ' . scalar(@schedule) . ' faults');
 print $history "  planned at T0+$_->{at}s: " . Nemesis::Faults::describe($_) . "\n" for @schedule;
 
+my $stall_shim;
+if (grep { $_ eq 'slow_resolver' } @kinds)
+{
+	$stall_shim = $opt{'stall-shim'};
+	die "slow_resolver needs --stall-shim (build/stall_getaddrinfo.so)\n" unless $stall_shim && -e $stall_shim;
+}
 my $fleet = Nemesis::Fleet->new(out => $opt{out}, client => $opt{client}, seed => $opt{seed},
-	fake_clock => scalar(grep { $_ eq 'clock_step' } @kinds), log => \&say_line);
+	fake_clock => scalar(grep { $_ eq 'clock_step' } @kinds), stall_shim => $stall_shim, log => \&say_line);
 $fleet->setup;
 my $checker = Nemesis::Checker->new(tmpdir => $opt{out});
 my %crashes;
@@ -80,12 +88,13 @@ sub check_now
 {
 	my ($label) = @_;
 	my $r = $checker->check(clients => $fleet->{clients}, layout => $fleet->{layout}, floors => $fleet->{floors},
-		crashes => \%crashes, faults => \@done);
+		crashes => \%crashes, outside => $fleet->{outside}, faults => \@done);
 	my $errors = 0;
 	$errors += $_->{count} for values %{ $r->{errors} };
 	say_line(sprintf('check %s: %d IDs (%d committed, %d rolled back, %d unknown), %d not covered, '
-		. '%d duplicates, %d crash exception, %d bad, %d errors',
-		$label, @$r{qw(ids committed rolled_back unknown uncovered duplicates crash_exception bad)}, $errors));
+		. '%d duplicates, %d crash exception, %d bad, %d errors%s',
+		$label, @$r{qw(ids committed rolled_back unknown uncovered duplicates crash_exception bad)}, $errors,
+		$r->{outside} ? sprintf(', %d outside the fleet (%d collisions)', @$r{qw(outside outside_collisions)}) : ''));
 	return $r;
 }
 
@@ -103,6 +112,7 @@ for my $fault (@schedule)
 	$fault->{started} = Time::HiRes::time();
 	say_line('fault ' . Nemesis::Faults::describe($fault));
 	my $notes = eval { Nemesis::Faults::inject($fleet, $fault) } // "HARNESS ERROR: $@";
+	$fault->{ended} = Time::HiRes::time();
 	$fault->{notes} = $notes;
 	if ($Nemesis::Faults::KINDS{ $fault->{kind} }{crash} && $notes !~ /^skipped/)
 	{
@@ -200,14 +210,68 @@ for my $f (grep { $_->{clock_reach} } @done)
 		sort keys %{ $f->{clock_reach} }));
 }
 
+# ---- failed statements after each fault ------------------------------------------
+
+# The window of a fault: from its start to the next one's (the last one's:
+# to the healing).  Every client error in it counts for the fault's kind,
+# by SQLSTATE.  The window of a kind that promises no outage is undisturbed
+# when its member's clients had no error in the 10 s before it and no fault
+# of a kind that may stop issuing ended within two lease TTLs before it:
+# there, every failed statement at its member is the kind's own.
+sub node_of { my ($e) = @_; return $fleet->{clients}[ $e->[2] ]{node}->name; }
+sub where { my ($kind) = @_; return $Nemesis::Faults::NO_OUTAGE{$kind} eq 'fleet' ? 'any member' : 'its member'; }
+my @errors = sort { $a->[0] <=> $b->[0] } @{ $r->{error_list} };
+my (%failed, %windows, %undisturbed, %failed_undisturbed, %expected_of_kind);
+for my $k (0 .. $#done)
+{
+	my $f = $done[$k];
+	my $kind = $f->{kind};
+	my ($from, $to) = ($f->{started}, $k < $#done ? $done[ $k + 1 ]{started} : $healed);
+	my $target = $Nemesis::Faults::KINDS{$kind}{on} eq 'member' ? $fleet->{members}[ $f->{member} ]->name : undef;
+	my @in = grep { $_->[0] >= $from && $_->[0] < $to } @errors;
+	$failed{$kind}{ $_->[1] }++ for @in;
+	for my $e (@in)
+	{
+		$expected_of_kind{ $e->[1] }++
+		  if $Nemesis::Faults::KIND_ERRORS{$kind}{ $e->[1] } && (!$target || node_of($e) eq $target);
+	}
+	my $scope = $Nemesis::Faults::NO_OUTAGE{$kind} or next;
+	my $concerned = sub { $scope eq 'fleet' || node_of($_[0]) eq $target };
+	$windows{$kind}++;
+	next if grep { $_->[0] >= $from - 10 && $_->[0] < $from && $concerned->($_) } @errors;
+	next if grep { !$Nemesis::Faults::NO_OUTAGE{ $_->{kind} } && $_->{ended} > $from - 2 * $ttl } @done[ 0 .. $k - 1 ];
+	$undisturbed{$kind}++;
+	$failed_undisturbed{$kind} += grep { $concerned->($_) } @in;
+}
+for my $kind (sort keys %by_kind)
+{
+	my $codes = $failed{$kind} // {};
+	my $n = 0;
+	$n += $_ for values %$codes;
+	say_line(sprintf('failed statements after %s (%d faults): %d%s%s', $kind, $by_kind{$kind}, $n,
+		$n ? ' (' . join(', ', map { "$_ x$codes->{$_}" } sort keys %$codes) . ')' : '',
+		!$Nemesis::Faults::NO_OUTAGE{$kind} ? ''
+		: sprintf('; no outage promised: %d at %s in the %d of %d windows no other fault disturbed',
+			$failed_undisturbed{$kind} // 0, where($kind), $undisturbed{$kind} // 0, $windows{$kind})));
+}
+if ($r->{outside})
+{
+	say_line("IDs received outside the fleet (uidgen.registry unset): $r->{outside}; "
+		. "IDs that collide with them: $r->{outside_collisions} (by nature, not counted as duplicates)");
+	say_line("  $_") for @{ $r->{outside_findings} };
+}
+
 my $documented = Nemesis::Checker::documented_sqlstates($opt{top});
 my (@undocumented, @timeouts);
 for my $code (sort keys %{ $r->{errors} })
 {
 	my $e = $r->{errors}{$code};
+	my ($expected_by) = grep { $Nemesis::Faults::KIND_ERRORS{$_}{$code} } sort keys %Nemesis::Faults::KIND_ERRORS;
 	my $kind = $code eq 'timeout' ? 'A STATEMENT HUNG'
 	  : $documented->{$code} ? 'documented'
 	  : $Nemesis::Checker::FAULT_ERRORS{$code} ? "PostgreSQL's own: $Nemesis::Checker::FAULT_ERRORS{$code}"
+	  : $expected_by && ($expected_of_kind{$code} // 0) == $e->{count}
+	  ? "${expected_by}'s own, each in the window after one: $Nemesis::Faults::KIND_ERRORS{$expected_by}{$code}"
 	  : 'UNDOCUMENTED';
 	push @undocumented, $code if $kind eq 'UNDOCUMENTED';
 	push @timeouts, $code if $code eq 'timeout';
@@ -224,6 +288,17 @@ is(scalar(@undocumented), 0, 'every error a documented SQLSTATE or a fault\'s ow
   or diag("undocumented: @undocumented");
 is(scalar(@timeouts), 0, 'no statement hung');
 is($hung + $hung_clients, 0, 'no process still running 30 s after a fast stop');
+# Over no window at all it would assert nothing: said so instead.
+for my $kind (grep { $Nemesis::Faults::NO_OUTAGE{$_} } sort keys %by_kind)
+{
+	if (!$undisturbed{$kind})
+	{
+		say_line("$kind: not asserted, other faults disturbed each of its $windows{$kind} windows");
+		next;
+	}
+	is($failed_undisturbed{$kind} // 0, 0, "$kind: no statement failed at " . where($kind) . ' after it '
+		  . "($undisturbed{$kind} of $windows{$kind} windows undisturbed by other faults)");
+}
 is(scalar(@not_issuing), 0, 'every server issues again within three lease TTLs after the faults stop')
   or diag("not issuing: @not_issuing");
 diag("$r->{crash_exception} duplicate IDs fall under PostgreSQL's crash exception (INV-1)")

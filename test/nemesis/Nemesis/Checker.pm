@@ -13,7 +13,13 @@
 #   every copy but the last from a transaction that did not commit, all in
 #   one database of one server, and a crash of that server between them) is
 #   counted apart, never hidden;
+# - an ID a client received while its server was outside the fleet
+#   (uidgen.registry unset, until its agent was ready again) is outside:
+#   it may collide by nature, and a collision with one is counted apart;
 # - every ID is positive and decodes under the layout: unused bits clear.
+#
+# Every error is kept with its time and client too, for the failed
+# statements in the window after each fault.
 package Nemesis::Checker;
 
 use strict;
@@ -60,8 +66,10 @@ sub new
 }
 
 # Checks every client's file now.  crashes: server name => [ unix times
-# of crashes ]; floors: "server/db" => join floor; faults: the faults so
-# far, for the blame.  Returns a hash of counts and findings.
+# of crashes ]; floors: "server/db" => join floor; outside: server name =>
+# [ [from, to] unix times it was outside the fleet ]; faults: the faults so
+# far, for the blame.  Returns a hash of counts and findings; errors lists
+# every error as [ unix time, sqlstate, client index ].
 sub check
 {
 	my ($self, %params) = @_;
@@ -69,7 +77,8 @@ sub check
 	my $bits = $layout->{time_bits} + $layout->{worker_bits} + $layout->{seq_bits};
 	my $unit_shift = $layout->{worker_bits} + $layout->{seq_bits};
 	my %r = (ids => 0, committed => 0, rolled_back => 0, unknown => 0, uncovered => 0, bad => 0,
-		duplicates => 0, duplicate_ids => 0, crash_exception => 0, errors => {}, findings => [], blame => {});
+		duplicates => 0, duplicate_ids => 0, crash_exception => 0, outside => 0, outside_collisions => 0,
+		errors => {}, error_list => [], findings => [], outside_findings => [], blame => {});
 
 	my $tmp = File::Temp->new(DIR => $self->{tmpdir});
 	my @clients = @{ $params{clients} };
@@ -88,6 +97,7 @@ sub check
 			{
 				my $e = $r{errors}{$2} //= { count => 0, example => $3, client => $c->{name} };
 				$e->{count}++;
+				push @{ $r{error_list} }, [ $1 / 1000, $2, $i ];
 			}
 		}
 	}
@@ -118,7 +128,10 @@ sub check
 		my $unit = $id >> $unit_shift;
 		my $covered = defined $floor && $unit > $floor;
 		$r{uncovered}++ unless $covered;
-		my $occurrence = { id => $id, outcome => $outcome, ms => $ms, client => $i, covered => $covered };
+		my $outside = grep { $ms / 1000 >= $_->[0] && $ms / 1000 <= $_->[1] } @{ $params{outside}{ $c->{node}->name } // [] };
+		$r{outside}++ if $outside;
+		my $occurrence = { id => $id, outcome => $outcome, ms => $ms, client => $i, covered => $covered,
+			outside => $outside };
 		if ($id ne $previous)
 		{
 			$flush->();
@@ -133,11 +146,21 @@ sub check
 }
 
 # One ID received more than once: a duplicate, or PostgreSQL's crash
-# exception, or outside the guarantee (not covered).
+# exception, or outside the guarantee (not covered, or issued outside the
+# fleet: a collision counted apart).
 sub judge_group
 {
 	my ($self, $r, $group, $clients, %params) = @_;
-	my @covered = grep { $_->{covered} } @$group;
+	my @outside = grep { $_->{outside} } @$group;
+	my @covered = grep { $_->{covered} && !$_->{outside} } @$group;
+	if (@outside && @outside + @covered > 1)
+	{
+		$r->{outside_collisions}++;
+		push @{ $r->{outside_findings} }, "ID $group->[0]{id}: " . join(', ', map {
+			sprintf('%s %s at %.3f%s', $clients->[ $_->{client} ]{name}, $_->{outcome}, $_->{ms} / 1000,
+				$_->{outside} ? ' (outside the fleet)' : '')
+		} @outside, @covered) if @{ $r->{outside_findings} } < 10;
+	}
 	return unless @covered > 1;
 	@covered = sort { $a->{ms} <=> $b->{ms} } @covered;
 	my $first = $covered[0];

@@ -21,6 +21,9 @@ our $OTHER_MAX_BORROW = '3s';	# what reload_max_borrow sets for a while
 our @DATABASES = qw(app1 app2);	# on every member; app2 is also a template
 our $TEMPLATE = 'app2';
 my $libfaketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+# The host name whose getaddrinfo() never returns in a member started with
+# the stalling resolver (slow_resolver; test/shim/stall_getaddrinfo.c).
+our $STALLED_HOST = 'registry.stalled.invalid';
 
 # Lines of postgresql.conf that keep five servers light on two cores.
 my @LIGHT = (
@@ -35,9 +38,9 @@ sub new
 	my ($class, %params) = @_;
 	my $self = bless {
 		out => $params{out}, client => $params{client}, seed => $params{seed},
-		fake_clock => $params{fake_clock}, log => $params{log},
+		fake_clock => $params{fake_clock}, stall_shim => $params{stall_shim}, log => $params{log},
 		members => [], clients => [], proxies => {}, temp => [], serial => 0,
-		floors => {}, layout => undef,
+		floors => {}, layout => undef, outside => {},
 	}, $class;
 	make_path("$self->{out}/ids");
 	return $self;
@@ -48,14 +51,16 @@ sub say { my $self = shift; $self->{log}->(@_); }
 # ---- psql without surprises -------------------------------------------------
 
 # Runs sql (on the command line, never on standard input: a server that
-# refuses psql before it reads would break the pipe) in db of node; returns
-# (ok, stdout, stderr).
+# refuses psql before it reads would break the pipe) in db of node, as role
+# with password if given; returns (ok, stdout, stderr).
 sub query
 {
 	my ($node, $db, $sql, %params) = @_;
 	my ($out, $err) = ('', '');
+	my $dsn = $node->connstr($db);
+	$dsn .= " user=$params{role} password=$params{password}" if $params{role};
 	my $ok = eval {
-		IPC::Run::run([ 'psql', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr($db), '-c', $sql ],
+		IPC::Run::run([ 'psql', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $dsn, '-c', $sql ],
 			'>', \$out, '2>', \$err, IPC::Run::timeout($params{timeout} // 60));
 	};
 	$err .= $@ if $@;
@@ -102,19 +107,21 @@ sub postmaster_pid
 }
 
 # Starts node, under libfaketime's clock of its own when the run steps
-# clocks (the file starts at '+0': the real time).
+# clocks (the file starts at '+0': the real time), and with the stalling
+# resolver when the run has slow_resolver: both must be in the postmaster's
+# environment, which its children inherit.
 sub start_node
 {
 	my ($self, $node) = @_;
 	delete $node->{_pid};
-	if ($self->{fake_clock} && $node->{nemesis_clock})
-	{
-		local $ENV{LD_PRELOAD} = $libfaketime;
-		local $ENV{FAKETIME_TIMESTAMP_FILE} = $node->{nemesis_clock};
-		local $ENV{FAKETIME_CACHE_DURATION} = '1';
-		local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
-		return $node->start(fail_ok => 1);
-	}
+	my @preload;
+	local $ENV{FAKETIME_TIMESTAMP_FILE} = $node->{nemesis_clock} // '';
+	local $ENV{FAKETIME_CACHE_DURATION} = '1';
+	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
+	local $ENV{UIDGEN_STALL_HOST} = $STALLED_HOST;
+	push @preload, $libfaketime if $self->{fake_clock} && $node->{nemesis_clock};
+	push @preload, $self->{stall_shim} if $self->{stall_shim} && $node->{nemesis_clock};
+	local $ENV{LD_PRELOAD} = join(' ', @preload) if @preload;
 	return $node->start(fail_ok => 1);
 }
 
@@ -129,15 +136,67 @@ sub set_clock
 
 # ---- set-up -----------------------------------------------------------------
 
+# The text of uidgen.registry for member as its state has it now: its
+# spelling (reload_registry_spelling swaps two spellings of the same
+# registry), its role's password in the text or in a passfile
+# (credential_rotation), and the host name it goes through (slow_resolver:
+# 127.0.0.1, or a name).
 sub registry_connstr
 {
-	my ($self, $member, $spelling) = @_;
+	my ($self, $member) = @_;
 	my $port = $self->{proxies}{ $member->name }{port};
-	my $user = $ENV{USER} // getpwuid($<);
-	# Two spellings of the same registry: reload_registry_spelling swaps them.
-	return $spelling
-	  ? "postgresql://$user\@127.0.0.1:$port/registry?connect_timeout=5"
-	  : "host=127.0.0.1 port=$port dbname=registry user=$user";
+	my $user = $member->{nemesis_role};
+	my $host = $member->{nemesis_host} // '127.0.0.1';
+	my $secret = $member->{nemesis_passfile}
+	  ? 'passfile=' . $member->{nemesis_passfile}
+	  : 'password=' . $member->{nemesis_password};
+	if ($member->{nemesis_spelling})
+	{
+		(my $query = $secret) =~ s{/}{%2F}g;
+		return "postgresql://$user\@$host:$port/registry?connect_timeout=5&$query";
+	}
+	return "host=$host port=$port dbname=registry user=$user $secret";
+}
+
+# Writes member's uidgen.registry as its state has it (or '' when it is
+# outside the fleet) and reloads it; with copies, also into its live copies
+# (a promoted standby has its role, whose password changed); returns the
+# text.
+sub set_registry
+{
+	my ($self, $member, %params) = @_;
+	my $text = $member->{nemesis_unset} ? '' : $self->registry_connstr($member);
+	my @copies = !$params{copies} ? ()
+	  : grep { $_ && !$_->{nemesis_gone} && ($_->{nemesis_origin} // '') eq $member->name }
+	  map { $_->{node} } @{ $self->{temp} };
+	for my $node ($member, @copies)
+	{
+		$node->adjust_conf('postgresql.conf', 'uidgen.registry', "'$text'");
+		$node->reload;
+	}
+	return $text;
+}
+
+# Writes member's passfile with its role's password now.
+sub write_passfile
+{
+	my ($self, $member) = @_;
+	my $path = $member->basedir . '/registry.pgpass';
+	_write($path, "*:*:registry:$member->{nemesis_role}:$member->{nemesis_password}");
+	chmod 0600, $path;
+	return $path;
+}
+
+# Gives every member's role at node (the registry) its password now: a
+# registry restored from a backup has the passwords of then, as an
+# operator's restore would.
+sub set_passwords
+{
+	my ($self, $node) = @_;
+	for my $member (@{ $self->{members} })
+	{
+		query($node, 'postgres', "ALTER ROLE $member->{nemesis_role} PASSWORD '$member->{nemesis_password}'");
+	}
 }
 
 sub new_registry
@@ -158,6 +217,17 @@ sub setup
 	my ($ok, undef, $err) = query($registry, 'registry', "CREATE EXTENSION uidgen; "
 		. "SELECT uid_registry_configure(lease_ttl => '${LEASE_TTL}s', max_borrow => '$MAX_BORROW')");
 	die "the registry would not configure: $err" unless $ok;
+	# A role of its own for each member, with a password that the registry
+	# checks (credential_rotation changes it): members reach it through
+	# their proxies, over its Unix socket.
+	my @roles = map { "nemesis_m$_" } 1 .. 3;
+	query($registry, 'postgres', "CREATE ROLE $_ LOGIN SUPERUSER PASSWORD 'pw0'") for @roles;
+	my $hba = $registry->data_dir . '/pg_hba.conf';
+	my $rules = PostgreSQL::Test::Utils::slurp_file($hba);
+	_write($hba, 'local registry ' . join(',', @roles) . " scram-sha-256\n$rules");
+	$registry->reload;
+	($ok) = query($registry, 'registry', 'SELECT true', role => $roles[0], password => 'wrong');
+	die "the registry lets a member role in with a wrong password" if $ok;
 	$self->{registry} = $registry;
 	$self->say("registry " . $registry->name . " on " . $registry->host . ", lease TTL ${LEASE_TTL}s");
 	$self->{registry_standby} = $self->new_standby($registry, 'registry_standby');
@@ -173,12 +243,14 @@ sub setup
 		$node->{nemesis_clock} = $node->basedir . '/faketime.rc';
 		set_clock($node, '+0');
 		$node->{nemesis_spelling} = 0;
+		$node->{nemesis_role} = $roles[ $i - 1 ];
+		$node->{nemesis_password} = 'pw0';
 		$node->{nemesis_scope} = $scopes[ $i - 1 ];
 		$node->append_conf('postgresql.conf', join("\n", @LIGHT,
 			"shared_preload_libraries = 'uidgen'",
 			"uidgen.scope = '$node->{nemesis_scope}'",
 			"uidgen.max_borrow = '$MAX_BORROW'",
-			"uidgen.registry = '" . $self->registry_connstr($node, 0) . "'") . "\n");
+			"uidgen.registry = '" . $self->registry_connstr($node) . "'") . "\n");
 		$self->start_node($node) or die "$name did not start";
 		push @{ $self->{members} }, $node;
 		for my $db (@DATABASES)
@@ -322,18 +394,20 @@ sub read_layout
 	$self->{layout} = { time_bits => $1, worker_bits => $2, seq_bits => $3 };
 }
 
-# The join floor of every database in use that can be read now; a
-# database keeps the lowest floor read (a rejoin under another spelling
-# raises it, and every ID between came from the registry's blocks).
+# The join floor of every database in use that can be read now (or of the
+# one "server/db" only names); a database keeps the lowest floor read (a
+# rejoin under another spelling raises it, and every ID between came from
+# the registry's blocks).
 sub read_floors
 {
-	my ($self) = @_;
+	my ($self, %params) = @_;
 	my %seen;
 	for my $client (@{ $self->{clients} }, map { { node => $_->[0], db => $_->[1] } } $self->member_databases)
 	{
 		my $key = $client->{node}->name . '/' . $client->{db};
+		next if $params{only} && $key ne $params{only};
 		next if $seen{$key}++;
-		next if $client->{node}{nemesis_gone};
+		next if $client->{node}{nemesis_gone} || $client->{db_gone};
 		my ($ok, $out) = query($client->{node}, $client->{db}, 'SELECT join_floor FROM uidgen.membership',
 			timeout => 20);
 		next unless $ok && $out =~ /^-?\d+$/;
