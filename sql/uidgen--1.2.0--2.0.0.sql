@@ -480,8 +480,8 @@ BEGIN
 	SELECT * INTO STRICT st FROM uidgen.registry_state;
 	IF st.system_identifier IS DISTINCT FROM sys OR st.database_oid IS DISTINCT FROM db
 	   OR st.timeline IS DISTINCT FROM tli OR st.server_started_at IS DISTINCT FROM born THEN
-		-- Only a registry whose state was never recorded has nothing to
-		-- lose: CREATE EXTENSION records it, so that a registry restored or
+		-- Any change quarantines (R9).  Only a registry whose state was never
+		-- recorded has nothing to lose: CREATE EXTENSION records it, so that a registry restored or
 		-- failed over to a point before its first lease, which leases
 		-- granted since may have lost, is not taken for a new one.
 		IF st.system_identifier IS NOT NULL OR EXISTS (SELECT FROM uidgen.worker_block) THEN
@@ -631,7 +631,7 @@ BEGIN
 		block := spent.block;
 		first_worker := spent.first_worker;
 		last_worker := spent.last_worker;
-		-- Above every unit any holder of the block may have issued: the
+		-- Above every unit any holder of the block may have issued (R2): the
 		-- ceilings recorded (so a member's clock plays no part), and the
 		-- registry's clock, which once the quarantine is over is above every
 		-- ceiling of state the registry may have lost (INV-16,
@@ -668,6 +668,7 @@ BEGIN
 	drawn := lease_id;
 	-- The highest unit the holder may issue under this lease, on the
 	-- registry's clock: the member caps its IDs there whatever its clock.
+	-- Recorded in this transaction, before the member uses the reply (R1).
 	lease_length := uidgen.registry_lease_length(life);
 	ceiling_delta := uidgen.registry_delta(now() + lease_length + cfg.max_borrow);
 	ceiling := ceiling_delta;
@@ -681,8 +682,9 @@ BEGIN
 	       lease_expires_at = excluded.lease_expires_at, released_at = NULL,
 	       reusable_after = excluded.reusable_after, lease_id = excluded.lease_id,
 	       ceiling_delta = greatest(b.ceiling_delta, excluded.ceiling_delta)
-	 -- Only a block whose last holder can issue nothing more.  The lock
-	 -- above serializes claims, so this is the last line of defence.
+	 -- Only a block whose last holder can issue nothing more (R3).  The
+	 -- row lock above keeps other claims off it; this is the last line of
+	 -- defence.
 	 WHERE b.reusable_after < now();
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'uidgen worker block % is leased already', block
@@ -739,7 +741,7 @@ BEGIN
 		-- has passed, by more than the clock bound, lapsed: its block may
 		-- have gone to another lease since, which a restore may have
 		-- forgotten, so the lease row's ID alone cannot tell (INV-17,
-		-- ASM-1).  A live lease's ceiling is most of a lease ahead.
+		-- ASM-1; R6).  A live lease's ceiling is most of a lease ahead.
 		CONTINUE WHEN ceilings[i] IS NULL OR ceilings[i] <= uidgen.registry_delta(now() + cfg.max_clock_skew);
 		-- Renewing raises the ceiling (recorded ceilings only rise), but
 		-- never once sealed: the export gave the ceilings to the registry
@@ -794,7 +796,7 @@ BEGIN
 			 -- kept starts above every ceiling that state records.  A lease
 			 -- that lapsed and whose block went to another lease since (a
 			 -- member that missed its lapse, frozen or suspended) starts
-			 -- below the newer lease's ceiling, and is not revived.
+			 -- below the newer lease's ceiling, and is not revived (R7, R8).
 			 WHERE w.ceiling_delta <= floors[i] AND w.life = excluded.life
 			RETURNING w.ceiling_delta INTO top_c;
 			CONTINUE WHEN NOT FOUND;
@@ -888,7 +890,7 @@ COMMENT ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, 
 	IS 'Sets this registry''s lease TTL, block size, max_borrow, clock bound and blocks per system identifier';
 
 -- A server that is gone keeps its blocks until their leases end; releasing
--- them stops renewals, so they return to the pool their lease (up to a TTL)
+-- them stops renewals and keeps their ceilings (R10), so they return to the pool their lease (up to a TTL)
 -- plus max_borrow and the clock bound after the last renewal, whether or
 -- not the server was gone.
 CREATE FUNCTION @extschema@.uid_registry_release(life uuid) RETURNS int
