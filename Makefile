@@ -139,6 +139,11 @@ build/regress build/isolation:
 # is for PGXS, and the script's default is Debian's PostgreSQL 15.
 USER_PG_CONFIG = $(if $(filter command line environment%,$(origin PG_CONFIG)),$(PG_CONFIG))
 
+# The extension's scripts that are assembled from subsystems' SQL
+# (scripts/assemble-sql.pl; make test checks that they are up to date).
+sql:
+	@perl scripts/assemble-sql.pl
+
 test:
 	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='$(TESTS)' TEST_JOBS='$(TEST_JOBS)' REPEAT='$(REPEAT)' scripts/test.sh
 
@@ -189,7 +194,7 @@ bench-lives:
 bench-durable:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/durable.sh
 
-.PHONY: unit test test-stress test-all nemesis demo bench bench-scope bench-churn bench-registry bench-lives bench-durable cursor-bench
+.PHONY: unit sql test test-stress test-all nemesis demo bench bench-scope bench-churn bench-registry bench-lives bench-durable cursor-bench
 
 # ---- packaging (docs/install.md) ----------------------------------------
 

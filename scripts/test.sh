@@ -164,6 +164,7 @@ selected layering && jobs_start layering "" job_check scripts/check-layering.sh
 selected meta && jobs_start meta "" job_check "make -s check-meta PG_CONFIG=$PG_CONFIG"
 selected boundary && jobs_start boundary "" job_check "perl scripts/check-boundary.pl"
 selected design-ids && jobs_start design-ids "" job_check "perl scripts/check-design-ids.pl"
+selected sql-assembled && jobs_start sql-assembled "" job_check "perl scripts/assemble-sql.pl --check"
 selected unit && jobs_start unit "" job_unit
 selected regress && jobs_start regress "" job_regress regress
 selected isolation && jobs_start isolation "" job_regress isolation

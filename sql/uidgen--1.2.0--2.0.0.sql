@@ -1,4 +1,10 @@
-/* uidgen 1.2.0 to 2.0.0: one ID space across databases and servers. */
+/*
+ * uidgen 1.2.0 to 2.0.0: one ID space across databases and servers.
+ *
+ * Assembled by scripts/assemble-sql.pl (make sql) from
+ * sql/uidgen--1.2.0--2.0.0.sql.in and the registry's SQL in
+ * src/registry/sql/: edit those, not this script.
+ */
 
 \echo Use "ALTER EXTENSION uidgen UPDATE TO '2.0.0'" to load this file. \quit
 
@@ -337,6 +343,10 @@ ALTER TABLE uidgen.registry_identity ENABLE ALWAYS TRIGGER skip_replicated_write
 CREATE TRIGGER skip_replicated_truncate BEFORE TRUNCATE ON uidgen.registry_identity
 	FOR EACH STATEMENT EXECUTE FUNCTION uidgen.skip_replicated_write();
 ALTER TABLE uidgen.registry_identity ENABLE ALWAYS TRIGGER skip_replicated_truncate;
+
+-- src/registry/sql/registry_calls.sql: what members call over libpq (the registry's side of the protocol).
+-- Part of sql/uidgen--1.2.0--2.0.0.sql, which scripts/assemble-sql.pl (make sql)
+-- assembles from sql/uidgen--1.2.0--2.0.0.sql.in: edit this file, not the script.
 
 -- ---- the registry's side: what members call over libpq --------------------
 
@@ -841,6 +851,10 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, tex
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
                                                  bigint[], text[], uuid[], uuid[], bigint[]) FROM PUBLIC;
 
+-- src/registry/sql/registry_owner.sql: what the registry's owner runs: rules, release, fleets, moves.
+-- Part of sql/uidgen--1.2.0--2.0.0.sql, which scripts/assemble-sql.pl (make sql)
+-- assembles from sql/uidgen--1.2.0--2.0.0.sql.in: edit this file, not the script.
+
 -- ---- the registry's owner ---------------------------------------------------
 
 CREATE FUNCTION @extschema@.uid_registry_configure(lease_ttl interval DEFAULT NULL, block_size int DEFAULT NULL,
@@ -1131,6 +1145,10 @@ CREATE VIEW uidgen.server_lives AS
 	  LEFT JOIN uidgen.worker_block b ON b.life = l.life;
 COMMENT ON VIEW uidgen.server_lives IS 'At a registry: each server life and the worker blocks it leases';
 GRANT SELECT ON uidgen.server_lives TO PUBLIC;
+
+-- src/registry/sql/member_side.sql: the member's SQL for its registry: status, origins, moves.
+-- Part of sql/uidgen--1.2.0--2.0.0.sql, which scripts/assemble-sql.pl (make sql)
+-- assembles from sql/uidgen--1.2.0--2.0.0.sql.in: edit this file, not the script.
 
 -- ---- a member's side ----------------------------------------------------------
 
