@@ -1463,14 +1463,18 @@ agent_loop()
 		/*
 		 * While the registry fails, the next attempt waits for the pacer:
 		 * one a second when a registration that found only an older failure
-		 * asks for it, else backing off.
+		 * asks for it, else backing off.  Never while a lease is due for
+		 * renewal: a failure of another call (no block left to lease) must
+		 * not let the leases it holds lapse, and the attempts stay one a
+		 * round (a second).
 		 */
+		int64_t now_mono = monotonic_ms();	/* no clock read under the lock */
 		LWLockAcquire(&state->lock, LW_SHARED);
 		bool failed = state->status == AgentStatus::Failed;
 		bool attempt_wanted = failed && state->attempt_wanted > state->attempts;
+		bool renewing = failed && renewal_due(state, now_mono);
 		LWLockRelease(&state->lock);
-		int64_t now_mono = monotonic_ms();
-		if (registry_configured() && (!failed || pacer.may_attempt(now_mono, attempt_wanted)))
+		if (registry_configured() && (!failed || renewing || pacer.may_attempt(now_mono, attempt_wanted)))
 		{
 			in_own_context(work, state);
 			LWLockAcquire(&state->lock, LW_SHARED);
