@@ -147,6 +147,9 @@ sql:
 test:
 	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='$(TESTS)' TEST_JOBS='$(TEST_JOBS)' REPEAT='$(REPEAT)' scripts/test.sh
 
+test-long:
+	@PG_CONFIG='$(USER_PG_CONFIG)' TEST_JOBS='$(TEST_JOBS)' REPEAT='$(REPEAT)' UIDGEN_LONG=only scripts/test.sh
+
 test-stress:
 	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='$(TESTS)' TEST_JOBS='$(TEST_JOBS)' REPEAT='$(REPEAT)' UIDGEN_STRESS=1 scripts/test.sh
 
@@ -194,7 +197,7 @@ bench-lives:
 bench-durable:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/durable.sh
 
-.PHONY: unit sql test test-stress test-all nemesis demo bench bench-scope bench-churn bench-registry bench-lives bench-durable cursor-bench
+.PHONY: unit sql test test-long test-stress test-all nemesis demo bench bench-scope bench-churn bench-registry bench-lives bench-durable cursor-bench
 
 # ---- packaging (docs/install.md) ----------------------------------------
 

@@ -88,7 +88,7 @@ for i in "${!configs[@]}"; do
 	out=$(mktemp /tmp/uidgen-test-all.XXXXXX)
 	start=$SECONDS
 	status=0
-	PG_CONFIG=${configs[$i]} CITUS_INSTALL=${citus_installs[$i]} PARTMAN_INSTALL=${partman_installs[$i]} \
+	PG_CONFIG=${configs[$i]} CITUS_INSTALL=${citus_installs[$i]} PARTMAN_INSTALL=${partman_installs[$i]} UIDGEN_LONG=all \
 		"$top/scripts/test.sh" 2>&1 | tee "$out" || status=$?
 	[ "$label" != 15 ] || label=$(sed -nE 's/^==> PostgreSQL ([0-9.]+) .*/\1/p' "$out" | head -1)
 	total=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -1 || true)

@@ -155,22 +155,44 @@ selected() {	# selected NAME: whether TESTS (if set) asks for it
 	return 1
 }
 
+# The fleet's longest scenario tests, listed in test/long-tests, run in
+# make test-long (UIDGEN_LONG=only: those alone) and make test-all
+# (UIDGEN_LONG=all), so that make test stays within six minutes on two
+# cores.  TESTS names any test, long or not.
+mapfile -t long_tests < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' test/long-tests)
+is_long() {	# is_long FILE: whether test/long-tests lists the TAP file
+	local name
+	for name in "${long_tests[@]}"; do
+		[ "$1" = "test/t/$name.pl" ] && return 0
+	done
+	return 1
+}
+wanted() {	# wanted NAME [FILE]: selected, and of the kind UIDGEN_LONG asks for
+	selected "$1" || return 1
+	[ -z "${TESTS:-}" ] || return 0
+	case "${UIDGEN_LONG:-}" in
+		all) return 0 ;;
+		only) [ -n "${2:-}" ] && is_long "$2" ;;
+		*) [ -z "${2:-}" ] || ! is_long "$2" ;;
+	esac
+}
+
 # The longest first, as far as the last run on this machine knows them
 # (jobs.sh keeps each job's time); new ones first of all.
 mapfile -t tap_files < <(jobs_longest_first test/t/*.pl)
 
 log "running the tests, ${TEST_JOBS:-6} jobs at a time; each line is a job that ended"
-selected layering && jobs_start layering "" job_check scripts/check-layering.sh
-selected meta && jobs_start meta "" job_check "make -s check-meta PG_CONFIG=$PG_CONFIG"
-selected boundary && jobs_start boundary "" job_check "perl scripts/check-boundary.pl"
-selected design-ids && jobs_start design-ids "" job_check "perl scripts/check-design-ids.pl"
-selected sql-assembled && jobs_start sql-assembled "" job_check "perl scripts/assemble-sql.pl --check"
-selected unit && jobs_start unit "" job_unit
-selected regress && jobs_start regress "" job_regress regress
-selected isolation && jobs_start isolation "" job_regress isolation
+wanted layering && jobs_start layering "" job_check scripts/check-layering.sh
+wanted meta && jobs_start meta "" job_check "make -s check-meta PG_CONFIG=$PG_CONFIG"
+wanted boundary && jobs_start boundary "" job_check "perl scripts/check-boundary.pl"
+wanted design-ids && jobs_start design-ids "" job_check "perl scripts/check-design-ids.pl"
+wanted sql-assembled && jobs_start sql-assembled "" job_check "perl scripts/assemble-sql.pl --check"
+wanted unit && jobs_start unit "" job_unit
+wanted regress && jobs_start regress "" job_regress regress
+wanted isolation && jobs_start isolation "" job_regress isolation
 repeat=${REPEAT:-1}
 for file in "${tap_files[@]}"; do
-	selected "$(job_name "$file")" || continue
+	wanted "$(job_name "$file")" "$file" || continue
 	if [ "$repeat" -le 1 ]; then
 		jobs_start "$(job_name "$file")" "tap_logs $file" job_tap "$file"
 		continue
