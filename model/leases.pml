@@ -240,10 +240,12 @@ active proctype world()
 		:: true ->
 		b = p_b;
 		ok = false;
-		/* the adversary of issue 32 item 5 reaches another life's row only:
-		 * a member that lies about its own floor for a block the registry
-		 * has no row for is beyond any check the registry can make (README) */
-		if :: p_forged && (row_life[b] == 0 || row_life[b] == p_life) -> goto renewed :: else -> skip fi;
+		/* the adversary of issue 32 item 5 reaches another life's live row
+		 * only: a member that lies about its own floor for a block the
+		 * registry has no live row for (none, or a reusable one a restore
+		 * left) is beyond any check the registry can make (README, ASM-8) */
+		if :: p_forged && (row_life[b] == 0 || row_life[b] == p_life || row_reuse[b] < REGCLK) -> goto renewed
+		   :: else -> skip fi;
 #ifndef NO_RENEW_CEILING_CHECK
 		/* a lease whose ceiling the registry's clock passed lapsed */
 		if :: p_ceil <= REGCLK + S -> goto renewed :: else -> skip fi;
@@ -261,8 +263,10 @@ active proctype world()
 				if
 				:: REASSERT_ALLOWED ->
 #ifndef REASSERT_MOVES_OTHER_LIFE
-					/* never another life's row (R8; registry_renew()) */
-					if :: row_life[b] != 0 && row_life[b] != p_life -> goto renewed :: else -> skip fi;
+					/* never another life's row before it is reusable (R8;
+					 * registry_renew()) */
+					if :: row_life[b] != 0 && row_life[b] != p_life && row_reuse[b] >= REGCLK -> goto renewed
+					   :: else -> skip fi;
 #endif
 					row_life[b] = p_life; row_lid[b] = p_lid; row_rel[b] = false;
 					max2(row_ceil[b], hi, row_ceil[b]);

@@ -112,12 +112,26 @@ CREATE TABLE uidgen.registry_state (
 	server_started_at timestamptz,
 	quarantine_until  timestamptz,
 	sealed_at         timestamptz,
-	sealed_ceiling    bigint
+	sealed_ceiling    bigint,
+	sealed_for        uuid
 );
 COMMENT ON COLUMN uidgen.registry_state.sealed_at
 	IS 'When uid_registry_export() sealed this registry: it leases no block and raises no ceiling since';
 COMMENT ON COLUMN uidgen.registry_state.sealed_ceiling
 	IS 'The highest ceiling this registry ever granted, when it was sealed: none of its holders issues above it';
+COMMENT ON COLUMN uidgen.registry_state.sealed_for
+	IS 'The identity of the one registry its export is for: no other may import it';
+
+-- A random secret of this registry, which only its owner reads: the keys of
+-- the advisory locks its functions take are derived from it, so that no
+-- other role can take them (any role may take an advisory lock it can name).
+-- Not dumped: a registry restored from a dump is another registry.
+CREATE TABLE uidgen.registry_secret (
+	singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+	secret    text NOT NULL DEFAULT pg_catalog.gen_random_uuid()::text
+);
+INSERT INTO uidgen.registry_secret DEFAULT VALUES;
+REVOKE ALL ON uidgen.registry_secret FROM PUBLIC;
 INSERT INTO uidgen.registry_state DEFAULT VALUES;
 
 -- One start of one postmaster: life is a random token drawn at startup and
@@ -276,7 +290,7 @@ BEGIN
 		   SET system_identifier = NEW.system_identifier, database_oid = NEW.database_oid,
 		       timeline = NEW.timeline, server_started_at = NEW.server_started_at,
 		       quarantine_until = NEW.quarantine_until, sealed_at = NEW.sealed_at,
-		       sealed_ceiling = NEW.sealed_ceiling
+		       sealed_ceiling = NEW.sealed_ceiling, sealed_for = NEW.sealed_for
 		 WHERE singleton;
 	END IF;
 	IF FOUND THEN
@@ -323,7 +337,7 @@ DECLARE
 BEGIN
 	FOREACH t IN ARRAY ARRAY['config', 'worker_node', 'registry_config', 'registry_state', 'server_life',
 	                         'member_system', 'worker_block', 'worker_block_lease', 'worker_grant', 'membership',
-	                         'registry_predecessor']
+	                         'registry_predecessor', 'registry_secret']
 	LOOP
 		EXECUTE format('CREATE TRIGGER skip_replicated_write BEFORE INSERT OR UPDATE OR DELETE ON uidgen.%I '
 		               'FOR EACH ROW EXECUTE FUNCTION uidgen.skip_replicated_write()', t);
@@ -373,18 +387,34 @@ $$;
 -- The key of the transaction-level advisory lock a call holds while it
 -- writes block b's row: a claim or a re-assertion that finds it taken
 -- skips the block rather than wait for the transaction that holds it.
+-- Derived from the registry's secret, so that no other role can take it.
 CREATE FUNCTION uidgen.registry_block_key(b bigint) RETURNS bigint
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-	SELECT hashtextextended('uidgen.worker_block ' || b, 0)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT hashtextextended(s.secret || ' uidgen.worker_block ' || b, 0) FROM uidgen.registry_secret s
 $$;
 
 -- The key of the advisory lock that every claim and renewal holds shared
 -- and an export or an import holds alone: the ceilings an export seals, or
 -- an import starts above, change under neither.  Shared holders never wait
--- for each other, so no member waits for another member's call.
+-- for each other, so no member waits for another member's call, and an
+-- export or import only tries it (it never queues in front of members).
+-- Derived from the registry's secret, so that no other role can take it.
 CREATE FUNCTION uidgen.registry_seal_key() RETURNS bigint
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-	SELECT hashtextextended('uidgen registry seal', 0)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT hashtextextended(s.secret || ' uidgen registry seal', 0) FROM uidgen.registry_secret s
+$$;
+
+-- Takes the seal key alone for an export or an import, trying it every
+-- 10 ms rather than queueing for it: a member's call that holds it shared
+-- (a long statement around one) makes only the owner's act wait, never the
+-- calls of other members, which would queue behind it.
+CREATE FUNCTION uidgen.registry_take_seal() RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	WHILE NOT pg_try_advisory_xact_lock(uidgen.registry_seal_key()) LOOP
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+END
 $$;
 
 -- The layout and rules members adopt; refused on a standby.
@@ -610,7 +640,7 @@ BEGIN
 		RAISE EXCEPTION 'uidgen registry % is sealed: it leases no more worker blocks',
 		                (SELECT i.registry_id FROM uidgen.registry_identity i)
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-			      DETAIL = 'uid_registry_export() sealed it to move its fleet to the registry that imports it.',
+			      DETAIL = 'uid_registry_export(importer) sealed it to move its fleet to the registry that imports it.',
 			      HINT = 'Point uidgen.registry at the registry that imported it and run SELECT uid_registry_move() '
 			             'in every member database.';
 	END IF;
@@ -775,15 +805,15 @@ BEGIN
 			c := uidgen.registry_delta(now() + cfg.lease_ttl + cfg.max_borrow);
 			-- Only a block of the layout (a number beyond it would make every
 			-- later claim fail), under a lease ID the registry knows for no
-			-- other life, and never another life's row (R8): a member role
-			-- could otherwise take a block a member holds.  A life whose block
-			-- a restore shows as another's renews nothing, and issues until
-			-- its lease ends: the quarantine covers its ceiling (INV-16).
+			-- other life, and never another life's row before it is reusable
+			-- (R8): a member role could otherwise take a block a member holds.
+			-- A row a restore brought back may name the block's earlier
+			-- holder, whose lease ended before this one began: reusable.
 			CONTINUE WHEN b < 1 OR (b - 1) * cfg.block_size + 1 > top;
 			CONTINUE WHEN EXISTS (SELECT FROM uidgen.worker_block_lease h
 			                       WHERE h.lease_id = g AND h.life <> registry_renew.life);
 			SELECT * INTO held FROM uidgen.worker_block w WHERE w.block = b;
-			CONTINUE WHEN FOUND AND held.life <> registry_renew.life;
+			CONTINUE WHEN FOUND AND held.life <> registry_renew.life AND held.reusable_after >= now();
 			-- Never waits for another call: a block whose row, or whose new
 			-- number, another call is writing is skipped.
 			IF FOUND THEN
@@ -807,7 +837,7 @@ BEGIN
 			 -- that lapsed and whose block went to another lease since (a
 			 -- member that missed its lapse, frozen or suspended) starts
 			 -- below the newer lease's ceiling, and is not revived (R7, R8).
-			 WHERE w.ceiling_delta <= floors[i] AND w.life = excluded.life
+			 WHERE w.ceiling_delta <= floors[i] AND (w.life = excluded.life OR w.reusable_after < now())
 			RETURNING w.ceiling_delta INTO top_c;
 			CONTINUE WHEN NOT FOUND;
 			INSERT INTO uidgen.worker_block_lease
@@ -847,6 +877,7 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_refuse_transaction_block(text) FROM P
 REVOKE EXECUTE ON FUNCTION uidgen.registry_member_role() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_block_key(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_seal_key() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_take_seal() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
                                                  bigint[], text[], uuid[], uuid[], bigint[]) FROM PUBLIC;
@@ -959,19 +990,34 @@ COMMENT ON FUNCTION @extschema@.uid_registry_quarantine_until()
 -- export carries -- and the new registry's import records those ceilings
 -- as its own for the same blocks, so that it leases each block above them
 -- (registry_claim()) and never-leased blocks at its clock, at once.  A
--- second export returns the same document.  Refused while the registry
+-- export is for one registry, named by its identity: two registries that
+-- imported one export would each lease its blocks above the same ceilings,
+-- to different members.  A second export for the same registry returns the
+-- same document; one for another is refused.  Refused while the registry
 -- may have lost leases (a quarantine, or a new registry's wait), whose
 -- ceilings it cannot export.
-CREATE FUNCTION @extschema@.uid_registry_export() RETURNS jsonb
+CREATE FUNCTION @extschema@.uid_registry_export(importer uuid) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	state record;
 	st    uidgen.registry_state;
+	me    uuid := (SELECT i.registry_id FROM uidgen.registry_identity i);
 BEGIN
+	IF importer IS NULL OR importer = me THEN
+		RAISE EXCEPTION 'an export of uidgen registry % must name the registry that imports it', me
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Pass the registry_id of uidgen.registry_identity in the new registry''s database.';
+	END IF;
 	-- No claim or renewal runs meanwhile, and none raises a ceiling after.
-	PERFORM pg_advisory_xact_lock(uidgen.registry_seal_key());
+	PERFORM uidgen.registry_take_seal();
 	state := uidgen.registry_check_state();
 	SELECT * INTO STRICT st FROM uidgen.registry_state;
+	IF st.sealed_at IS NOT NULL AND st.sealed_for IS DISTINCT FROM importer THEN
+		RAISE EXCEPTION 'uidgen registry % was exported to registry % already', me, st.sealed_for
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'One export goes to one registry: two that imported it would lease the same blocks.',
+			      HINT = 'Import that export into the registry it names.';
+	END IF;
 	IF st.sealed_at IS NULL THEN
 		IF state.quarantined THEN
 			RAISE EXCEPTION 'cannot export uidgen registry % while it holds new leases back',
@@ -982,7 +1028,7 @@ BEGIN
 				      HINT = 'Export it once that time has passed.';
 		END IF;
 		UPDATE uidgen.registry_state
-		   SET sealed_at = now(),
+		   SET sealed_at = now(), sealed_for = importer,
 		       sealed_ceiling = coalesce((SELECT max(b.ceiling_delta) FROM uidgen.worker_block b), -1)
 		RETURNING * INTO st;
 	END IF;
@@ -991,6 +1037,7 @@ BEGIN
 			'format', 'uidgen registry export',
 			'version', 1,
 			'registry_id', i.registry_id,
+			'importer', st.sealed_for,
 			'sealed_at', st.sealed_at,
 			'sealed_ceiling', st.sealed_ceiling,
 			'layout', jsonb_build_object('time_bits', c.time_bits, 'worker_bits', c.worker_bits,
@@ -1003,7 +1050,7 @@ BEGIN
 		  FROM uidgen.registry_identity i, uidgen.config c, uidgen.registry_config r);
 END
 $$;
-COMMENT ON FUNCTION @extschema@.uid_registry_export()
+COMMENT ON FUNCTION @extschema@.uid_registry_export(uuid)
 	IS 'Seals this registry (it leases no more) and returns what a registry that takes its fleet over imports';
 
 -- Takes over the fleet of the registry whose export document is: records
@@ -1026,7 +1073,7 @@ DECLARE
 	unit_span interval;
 BEGIN
 	-- No claim runs meanwhile: each sees the imported ceilings or none.
-	PERFORM pg_advisory_xact_lock(uidgen.registry_seal_key());
+	PERFORM uidgen.registry_take_seal();
 	state := uidgen.registry_check_state();
 	IF document IS NULL OR jsonb_typeof(document) IS DISTINCT FROM 'object'
 	   OR document->>'format' IS DISTINCT FROM 'uidgen registry export' OR document->>'version' IS DISTINCT FROM '1'
@@ -1037,7 +1084,7 @@ BEGIN
 	   OR jsonb_typeof(document->'blocks') IS DISTINCT FROM 'array' THEN
 		RAISE EXCEPTION 'the document is not an export of a uidgen registry'
 			USING ERRCODE = 'invalid_parameter_value',
-			      HINT = 'Pass what uid_registry_export() returned at the registry whose fleet moves here.';
+			      HINT = 'Pass what uid_registry_export(importer) returned at the registry whose fleet moves here.';
 	END IF;
 	pred := (document->>'registry_id')::uuid;
 	IF pred = me THEN
@@ -1074,6 +1121,12 @@ BEGIN
 			      DETAIL = 'Its holders may issue units at or below the ceilings the export carries.',
 			      HINT = 'Import an export into a new registry, before its first lease.';
 	END IF;
+	IF document->>'importer' IS DISTINCT FROM me::text THEN
+		RAISE EXCEPTION 'the export of uidgen registry % is for registry %, not this one (%)', pred,
+		                coalesce(document->>'importer', 'none'), me
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = format('Export it at that registry for this one: SELECT uid_registry_export(%L).', me);
+	END IF;
 	unit_span := CASE c.unit WHEN 'second' THEN interval '1 s' ELSE interval '1 ms' END;
 	INSERT INTO uidgen.registry_predecessor (registry_id, sealed_at, sealed_ceiling)
 	VALUES (pred, (document->>'sealed_at')::timestamptz, (document->>'sealed_ceiling')::bigint)
@@ -1108,7 +1161,7 @@ COMMENT ON FUNCTION @extschema@.uid_registry_import(jsonb)
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval, int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_start_fleet() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_quarantine_until() FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_export() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_export(uuid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_import(jsonb) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_release(uuid) FROM PUBLIC;
 

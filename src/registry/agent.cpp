@@ -811,7 +811,7 @@ may_move_to(const pg_uuid_t &seen, const Predecessors &predecessors, char messag
 	snprintf(message, error_text_size,
 			 "uidgen registry %s has not imported uidgen registry %s, which this server joined: its leases could "
 			 "overlap those the old registry's members still hold, so nothing is leased there (run SELECT "
-			 "uid_registry_export() at the old registry and SELECT uid_registry_import(...) with its result at "
+			 "uid_registry_export(importer) at the old registry and SELECT uid_registry_import(...) with its result at "
 			 "the new one; if the old registry is gone for good, run SELECT uid_registry_move(old_registry_lost "
 			 "=> true) in every member database)",
 			 seen_text, pinned_text);
@@ -852,7 +852,7 @@ check_identity()
 		snprintf(message, sizeof(message),
 				 "the registry database is uidgen registry %s, not %s, which this server joined: it was created "
 				 "again, rebuilt or replaced, and knows nothing of this server's leases; nothing is leased or "
-				 "renewed there (to move to it on purpose, run SELECT uid_registry_export() at the old registry "
+				 "renewed there (to move to it on purpose, run SELECT uid_registry_export(importer) at the old registry "
 				 "and SELECT uid_registry_import(...) with its result at this one, then SELECT uid_registry_move() "
 				 "in every member database; if the old registry is gone for good, "
 				 "uid_registry_move(old_registry_lost => true))",

@@ -57,7 +57,7 @@ refuse_unimported(const pg_uuid_t &from, const pg_uuid_t &to, const char *what)
 			 errmsg("uidgen registry %s has not imported uidgen registry %s, which %s joined", to_text, from_text,
 					what),
 			 errdetail("Its leases could overlap those that members of the old registry still hold."),
-			 errhint("Run SELECT uid_registry_export() at the old registry and SELECT uid_registry_import(...) with "
+			 errhint("Run SELECT uid_registry_export(importer) at the old registry and SELECT uid_registry_import(...) with "
 					 "its result at the new one, then move again; if the old registry is gone for good, run SELECT "
 					 "uid_registry_move(old_registry_lost => true).")));
 }

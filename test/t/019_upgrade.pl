@@ -139,11 +139,11 @@ for my $version (@released)
 		"$version: the update shows when a registry's wait or quarantine ends");
 	# Moving a fleet: an updated database is a new registry, in its wait (it may replace a lost one),
 	# which it cannot export; once started, it exports and refuses its own export.
-	like(psql_error($node, $db, 'SELECT uid_registry_export()'),
+	like(psql_error($node, $db, 'SELECT uid_registry_export(gen_random_uuid())'),
 		qr/ERROR:  55000: cannot export uidgen registry [-0-9a-f]+ while it holds new leases back/,
 		"$version: the updated database refuses an export during a new registry's wait");
 	$node->safe_psql($db, 'SELECT uid_registry_start_fleet()');
-	like(psql_error($node, $db, 'SELECT uid_registry_import(uid_registry_export())'),
+	like(psql_error($node, $db, 'SELECT uid_registry_import(uid_registry_export(gen_random_uuid()))'),
 		qr/ERROR:  22023: uidgen registry [-0-9a-f]+ cannot import its own export/,
 		"$version: and once started, exports and refuses its own export");
 }

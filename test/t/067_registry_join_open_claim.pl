@@ -112,8 +112,8 @@ is(duplicate_ids($covered), 0, 'no ID covered by the guarantee was issued twice'
 # the registry (its join commits apart) and takes the database's first
 # worker from the server's blocks in a transaction it keeps open, issuing
 # across the reload that sets uidgen.registry to another registry.
-# Database third then joins that one, while C's claim is not committed:
-# above C's IDs.
+# Database third then joins that one (which imported the first's export),
+# while C's claim is not committed: above C's IDs.
 my $registry2 = new_registry_node('registry2', member => 0, max_borrow => '2s');
 $member->safe_psql('postgres', 'CREATE DATABASE third');
 $member->safe_psql('third', 'CREATE EXTENSION uidgen');
@@ -125,6 +125,11 @@ is($member->safe_psql('third',
 	q{SELECT (SELECT count(*) FROM uidgen.membership) || ' joined, ' || (SELECT count(*) FROM uidgen.worker_node) || ' rows'}),
 	'1 joined, 0 rows',
 	'session C issues under a worker from the blocks whose claim row is not committed');
+# The documented move: the first registry's export seals it, the second
+# imports it, and the member may then move there (INV-20).
+my $export = $registry->safe_psql('registry', "SELECT uid_registry_export('"
+	  . $registry2->safe_psql('registry', 'SELECT registry_id FROM uidgen.registry_identity') . "')");
+$registry2->safe_psql('registry', "SELECT uid_registry_import(\$x\$$export\$x\$)");
 $member->append_conf('postgresql.conf', join("\n", registry_conf($registry2)) . "\n");
 $member->reload;
 # The agent goes on with the first registry until it has reached the second.

@@ -132,9 +132,17 @@ sub longest_gap
 
 # ---- 1. m2 to registry2 (made fresh), m1 still under registry ---------------
 
-my $export = $registry->safe_psql('registry', 'SELECT uid_registry_export()');
+my $to2 = "SELECT uid_registry_export('" . identity_of('registry2') . "')";
+my $export = $registry->safe_psql('registry', $to2);
 like($export, qr/"sealed_ceiling": \d+/, 'the export carries the sealed ceiling');
-is($registry->safe_psql('registry', 'SELECT uid_registry_export()'), $export, 'a second export is the same document');
+is($registry->safe_psql('registry', $to2), $export, 'a second export for the same registry is the same document');
+like(psql_error($registry, 'registry', "SELECT uid_registry_export('" . identity_of('registry3') . "')"),
+	qr/ERROR:  55000: uidgen registry [-0-9a-f]+ was exported to registry [-0-9a-f]+ already/,
+	'an export for another registry is refused: two importers would lease the same blocks');
+(my $quoted_for2 = $export) =~ s/'/''/g;
+like(psql_error($registry, 'registry3', "SELECT uid_registry_import('$quoted_for2')"),
+	qr/ERROR:  22023: the export of uidgen registry [-0-9a-f]+ is for registry [-0-9a-f]+, not this one/,
+	'and registry3 refuses an export made for registry2');
 (my $quoted = $export) =~ s/'/''/g;
 is($registry->safe_psql('registry2', "SELECT uid_registry_import('$quoted')"), identity_of('registry'),
 	'registry2 imports it');
@@ -155,7 +163,7 @@ $m1->poll_query_until('postgres', "SELECT count(*) > 0 FROM t WHERE id >> $unit_
 
 # ---- 2. m1 to registry3 (uid_registry_start_fleet()), m2 still under registry2
 
-$export = $registry->safe_psql('registry2', 'SELECT uid_registry_export()');
+$export = $registry->safe_psql('registry2', "SELECT uid_registry_export('" . identity_of('registry3') . "')");
 ($quoted = $export) =~ s/'/''/g;
 is($registry->safe_psql('registry3', "SELECT uid_registry_import('$quoted')"), identity_of('registry2'),
 	'registry3 imports the export of registry2');

@@ -40,7 +40,7 @@ ok( $m1->poll_query_until('postgres', q{
 		SELECT count(*) > 0 FROM uidgen.registry_status WHERE pending_error LIKE '%has not imported%'}),
 	'a reload to a registry that did not import the one joined stays pending');
 like($m1->safe_psql('postgres', 'SELECT pending_error FROM uidgen.registry_status LIMIT 1'),
-	qr/uidgen registry \Q$r2\E has not imported uidgen registry \Q$r1\E.*uid_registry_export\(\).*uid_registry_import.*old_registry_lost => true/,
+	qr/uidgen registry \Q$r2\E has not imported uidgen registry \Q$r1\E.*uid_registry_export\(importer\).*uid_registry_import.*old_registry_lost => true/,
 	'pending_error names both identities and the functions to run');
 $m1->safe_psql('postgres', 'INSERT INTO t SELECT FROM generate_series(1, 1000)');
 pass('the member goes on issuing under the registry it joined');
@@ -64,11 +64,11 @@ $m1->poll_query_until('postgres', q{
 # A registry of another layout.
 $registry->safe_psql('postgres', 'CREATE DATABASE narrow');
 $registry->safe_psql('narrow', "CREATE EXTENSION uidgen; SELECT uid_configure(worker_bits => 8, seq_bits => 14)");
-like(psql_error($registry, 'narrow', 'SELECT uid_registry_export()'),
+like(psql_error($registry, 'narrow', "SELECT uid_registry_export('$r2')"),
 	qr/ERROR:  55000: cannot export uidgen registry .* while it holds new leases back/,
 	'a new registry in its wait cannot be exported: it may replace a lost one whose ceilings it does not know');
 $registry->safe_psql('narrow', 'SELECT uid_registry_start_fleet()');
-my $narrow = $registry->safe_psql('narrow', 'SELECT uid_registry_export()');
+my $narrow = $registry->safe_psql('narrow', "SELECT uid_registry_export('$r2')");
 like(psql_error($registry, 'other', "SELECT uid_registry_import('$narrow')"),
 	qr/ERROR:  55000: uidgen registry [-0-9a-f]+ has another layout than this registry/,
 	'an export of another layout is refused (55000)');
@@ -82,7 +82,7 @@ is($registry->safe_psql('other', 'SELECT count(*) FROM uidgen.registry_predecess
 # ---- a sealed registry ----------------------------------------------------------
 
 my $ceilings = 'SELECT max(ceiling_delta) FROM uidgen.worker_block';
-my $export = $registry->safe_psql('registry', 'SELECT uid_registry_export()');
+my $export = $registry->safe_psql('registry', "SELECT uid_registry_export('$r2')");
 my $sealed = $registry->safe_psql('registry', 'SELECT sealed_ceiling FROM uidgen.registry_state');
 is($registry->safe_psql('registry', $ceilings), $sealed, 'the sealed ceiling is the highest ceiling granted');
 like($registry->safe_psql('registry', 'SELECT sealed_at FROM uidgen.registry_identity()'), qr/\d/,
@@ -132,7 +132,7 @@ ok( $m1->poll_query_until('postgres', qq{
 		SELECT count(*) > 0 FROM uidgen.registry_status WHERE error LIKE '%is uidgen registry $r2, not $r1%'}),
 	'the member refuses the other registry behind the same text');
 like(psql_error($m1, 'postgres', 'SELECT uid_registry_move()'),
-	qr/ERROR:  55000: uidgen registry \Q$r2\E has not imported uidgen registry \Q$r1\E, which this server joined.*HINT:  Run SELECT uid_registry_export\(\) at the old registry and SELECT uid_registry_import\(...\) with its result at the new one, then move again; if the old registry is gone for good, run SELECT uid_registry_move\(old_registry_lost => true\)\./s,
+	qr/ERROR:  55000: uidgen registry \Q$r2\E has not imported uidgen registry \Q$r1\E, which this server joined.*HINT:  Run SELECT uid_registry_export\(importer\) at the old registry and SELECT uid_registry_import\(...\) with its result at the new one, then move again; if the old registry is gone for good, run SELECT uid_registry_move\(old_registry_lost => true\)\./s,
 	'uid_registry_move() refuses a registry that did not import the one joined (55000), with the way to do it');
 is($m1->safe_psql('postgres', 'SELECT registry_id FROM uidgen.membership'), $r1, 'the database stays where it was');
 

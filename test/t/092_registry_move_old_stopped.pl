@@ -26,9 +26,9 @@ for my $m (@members)
 	$m->safe_psql('postgres', 'INSERT INTO t SELECT FROM generate_series(1, 5000)');
 }
 
-my $export = $old->safe_psql('registry', 'SELECT uid_registry_export()');
-(my $quoted = $export) =~ s/'/''/g;
 my $new_id = $new->safe_psql('registry', 'SELECT registry_id FROM uidgen.registry_identity');
+my $export = $old->safe_psql('registry', "SELECT uid_registry_export('$new_id')");
+(my $quoted = $export) =~ s/'/''/g;
 $new->safe_psql('registry', "SELECT uid_registry_import('$quoted')");
 $old->stop('fast');
 

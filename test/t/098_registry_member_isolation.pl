@@ -114,6 +114,12 @@ is($registry->safe_psql('registry', qq{
 	 WHERE l.system_identifier = '$system' AND l.member_role = 'intruder'}),
 	'0', 'the intruder holds no block under the member system identifier');
 
+# The keys of the registry's advisory locks derive from a secret that no
+# member role reads: one that could name them could take them, and stall
+# every member's calls or skip their blocks.
+($ret, $err) = as_intruder('SELECT secret FROM uidgen.registry_secret');
+like($err, qr/permission denied for table registry_secret/, "a member role cannot read the registry's secret");
+
 # 4. During a quarantine, a re-assertion neither moves another life's block
 # nor records one beyond the layout.
 $registry->restart;

@@ -27,18 +27,34 @@ $$;
 -- The key of the transaction-level advisory lock a call holds while it
 -- writes block b's row: a claim or a re-assertion that finds it taken
 -- skips the block rather than wait for the transaction that holds it.
+-- Derived from the registry's secret, so that no other role can take it.
 CREATE FUNCTION uidgen.registry_block_key(b bigint) RETURNS bigint
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-	SELECT hashtextextended('uidgen.worker_block ' || b, 0)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT hashtextextended(s.secret || ' uidgen.worker_block ' || b, 0) FROM uidgen.registry_secret s
 $$;
 
 -- The key of the advisory lock that every claim and renewal holds shared
 -- and an export or an import holds alone: the ceilings an export seals, or
 -- an import starts above, change under neither.  Shared holders never wait
--- for each other, so no member waits for another member's call.
+-- for each other, so no member waits for another member's call, and an
+-- export or import only tries it (it never queues in front of members).
+-- Derived from the registry's secret, so that no other role can take it.
 CREATE FUNCTION uidgen.registry_seal_key() RETURNS bigint
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-	SELECT hashtextextended('uidgen registry seal', 0)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT hashtextextended(s.secret || ' uidgen registry seal', 0) FROM uidgen.registry_secret s
+$$;
+
+-- Takes the seal key alone for an export or an import, trying it every
+-- 10 ms rather than queueing for it: a member's call that holds it shared
+-- (a long statement around one) makes only the owner's act wait, never the
+-- calls of other members, which would queue behind it.
+CREATE FUNCTION uidgen.registry_take_seal() RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	WHILE NOT pg_try_advisory_xact_lock(uidgen.registry_seal_key()) LOOP
+		PERFORM pg_sleep(0.01);
+	END LOOP;
+END
 $$;
 
 -- The layout and rules members adopt; refused on a standby.
@@ -264,7 +280,7 @@ BEGIN
 		RAISE EXCEPTION 'uidgen registry % is sealed: it leases no more worker blocks',
 		                (SELECT i.registry_id FROM uidgen.registry_identity i)
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-			      DETAIL = 'uid_registry_export() sealed it to move its fleet to the registry that imports it.',
+			      DETAIL = 'uid_registry_export(importer) sealed it to move its fleet to the registry that imports it.',
 			      HINT = 'Point uidgen.registry at the registry that imported it and run SELECT uid_registry_move() '
 			             'in every member database.';
 	END IF;
@@ -429,15 +445,15 @@ BEGIN
 			c := uidgen.registry_delta(now() + cfg.lease_ttl + cfg.max_borrow);
 			-- Only a block of the layout (a number beyond it would make every
 			-- later claim fail), under a lease ID the registry knows for no
-			-- other life, and never another life's row (R8): a member role
-			-- could otherwise take a block a member holds.  A life whose block
-			-- a restore shows as another's renews nothing, and issues until
-			-- its lease ends: the quarantine covers its ceiling (INV-16).
+			-- other life, and never another life's row before it is reusable
+			-- (R8): a member role could otherwise take a block a member holds.
+			-- A row a restore brought back may name the block's earlier
+			-- holder, whose lease ended before this one began: reusable.
 			CONTINUE WHEN b < 1 OR (b - 1) * cfg.block_size + 1 > top;
 			CONTINUE WHEN EXISTS (SELECT FROM uidgen.worker_block_lease h
 			                       WHERE h.lease_id = g AND h.life <> registry_renew.life);
 			SELECT * INTO held FROM uidgen.worker_block w WHERE w.block = b;
-			CONTINUE WHEN FOUND AND held.life <> registry_renew.life;
+			CONTINUE WHEN FOUND AND held.life <> registry_renew.life AND held.reusable_after >= now();
 			-- Never waits for another call: a block whose row, or whose new
 			-- number, another call is writing is skipped.
 			IF FOUND THEN
@@ -461,7 +477,7 @@ BEGIN
 			 -- that lapsed and whose block went to another lease since (a
 			 -- member that missed its lapse, frozen or suspended) starts
 			 -- below the newer lease's ceiling, and is not revived (R7, R8).
-			 WHERE w.ceiling_delta <= floors[i] AND w.life = excluded.life
+			 WHERE w.ceiling_delta <= floors[i] AND (w.life = excluded.life OR w.reusable_after < now())
 			RETURNING w.ceiling_delta INTO top_c;
 			CONTINUE WHEN NOT FOUND;
 			INSERT INTO uidgen.worker_block_lease
@@ -501,6 +517,7 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_refuse_transaction_block(text) FROM P
 REVOKE EXECUTE ON FUNCTION uidgen.registry_member_role() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_block_key(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_seal_key() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_take_seal() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
                                                  bigint[], text[], uuid[], uuid[], bigint[]) FROM PUBLIC;

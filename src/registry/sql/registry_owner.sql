@@ -106,19 +106,34 @@ COMMENT ON FUNCTION @extschema@.uid_registry_quarantine_until()
 -- export carries -- and the new registry's import records those ceilings
 -- as its own for the same blocks, so that it leases each block above them
 -- (registry_claim()) and never-leased blocks at its clock, at once.  A
--- second export returns the same document.  Refused while the registry
+-- export is for one registry, named by its identity: two registries that
+-- imported one export would each lease its blocks above the same ceilings,
+-- to different members.  A second export for the same registry returns the
+-- same document; one for another is refused.  Refused while the registry
 -- may have lost leases (a quarantine, or a new registry's wait), whose
 -- ceilings it cannot export.
-CREATE FUNCTION @extschema@.uid_registry_export() RETURNS jsonb
+CREATE FUNCTION @extschema@.uid_registry_export(importer uuid) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	state record;
 	st    uidgen.registry_state;
+	me    uuid := (SELECT i.registry_id FROM uidgen.registry_identity i);
 BEGIN
+	IF importer IS NULL OR importer = me THEN
+		RAISE EXCEPTION 'an export of uidgen registry % must name the registry that imports it', me
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Pass the registry_id of uidgen.registry_identity in the new registry''s database.';
+	END IF;
 	-- No claim or renewal runs meanwhile, and none raises a ceiling after.
-	PERFORM pg_advisory_xact_lock(uidgen.registry_seal_key());
+	PERFORM uidgen.registry_take_seal();
 	state := uidgen.registry_check_state();
 	SELECT * INTO STRICT st FROM uidgen.registry_state;
+	IF st.sealed_at IS NOT NULL AND st.sealed_for IS DISTINCT FROM importer THEN
+		RAISE EXCEPTION 'uidgen registry % was exported to registry % already', me, st.sealed_for
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'One export goes to one registry: two that imported it would lease the same blocks.',
+			      HINT = 'Import that export into the registry it names.';
+	END IF;
 	IF st.sealed_at IS NULL THEN
 		IF state.quarantined THEN
 			RAISE EXCEPTION 'cannot export uidgen registry % while it holds new leases back',
@@ -129,7 +144,7 @@ BEGIN
 				      HINT = 'Export it once that time has passed.';
 		END IF;
 		UPDATE uidgen.registry_state
-		   SET sealed_at = now(),
+		   SET sealed_at = now(), sealed_for = importer,
 		       sealed_ceiling = coalesce((SELECT max(b.ceiling_delta) FROM uidgen.worker_block b), -1)
 		RETURNING * INTO st;
 	END IF;
@@ -138,6 +153,7 @@ BEGIN
 			'format', 'uidgen registry export',
 			'version', 1,
 			'registry_id', i.registry_id,
+			'importer', st.sealed_for,
 			'sealed_at', st.sealed_at,
 			'sealed_ceiling', st.sealed_ceiling,
 			'layout', jsonb_build_object('time_bits', c.time_bits, 'worker_bits', c.worker_bits,
@@ -150,7 +166,7 @@ BEGIN
 		  FROM uidgen.registry_identity i, uidgen.config c, uidgen.registry_config r);
 END
 $$;
-COMMENT ON FUNCTION @extschema@.uid_registry_export()
+COMMENT ON FUNCTION @extschema@.uid_registry_export(uuid)
 	IS 'Seals this registry (it leases no more) and returns what a registry that takes its fleet over imports';
 
 -- Takes over the fleet of the registry whose export document is: records
@@ -173,7 +189,7 @@ DECLARE
 	unit_span interval;
 BEGIN
 	-- No claim runs meanwhile: each sees the imported ceilings or none.
-	PERFORM pg_advisory_xact_lock(uidgen.registry_seal_key());
+	PERFORM uidgen.registry_take_seal();
 	state := uidgen.registry_check_state();
 	IF document IS NULL OR jsonb_typeof(document) IS DISTINCT FROM 'object'
 	   OR document->>'format' IS DISTINCT FROM 'uidgen registry export' OR document->>'version' IS DISTINCT FROM '1'
@@ -184,7 +200,7 @@ BEGIN
 	   OR jsonb_typeof(document->'blocks') IS DISTINCT FROM 'array' THEN
 		RAISE EXCEPTION 'the document is not an export of a uidgen registry'
 			USING ERRCODE = 'invalid_parameter_value',
-			      HINT = 'Pass what uid_registry_export() returned at the registry whose fleet moves here.';
+			      HINT = 'Pass what uid_registry_export(importer) returned at the registry whose fleet moves here.';
 	END IF;
 	pred := (document->>'registry_id')::uuid;
 	IF pred = me THEN
@@ -221,6 +237,12 @@ BEGIN
 			      DETAIL = 'Its holders may issue units at or below the ceilings the export carries.',
 			      HINT = 'Import an export into a new registry, before its first lease.';
 	END IF;
+	IF document->>'importer' IS DISTINCT FROM me::text THEN
+		RAISE EXCEPTION 'the export of uidgen registry % is for registry %, not this one (%)', pred,
+		                coalesce(document->>'importer', 'none'), me
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = format('Export it at that registry for this one: SELECT uid_registry_export(%L).', me);
+	END IF;
 	unit_span := CASE c.unit WHEN 'second' THEN interval '1 s' ELSE interval '1 ms' END;
 	INSERT INTO uidgen.registry_predecessor (registry_id, sealed_at, sealed_ceiling)
 	VALUES (pred, (document->>'sealed_at')::timestamptz, (document->>'sealed_ceiling')::bigint)
@@ -255,7 +277,7 @@ COMMENT ON FUNCTION @extschema@.uid_registry_import(jsonb)
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_configure(interval, int, interval, interval, int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_start_fleet() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_quarantine_until() FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_export() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_export(uuid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_import(jsonb) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_release(uuid) FROM PUBLIC;
 
