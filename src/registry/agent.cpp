@@ -307,13 +307,13 @@ connect_failed(const char *reason)
 }
 
 /*
- * Connects to the registry of conninfo without blocking, within
- * connect_timeout_ms: the host names resolved apart first (registry_hosts.hpp).
+ * Connects to the registry of conninfo without blocking, within timeout_ms:
+ * the host names resolved apart first (registry_hosts.hpp).
  */
 bool
-connect_to_registry(const char *conninfo)
+connect_to_registry(const char *conninfo, int64_t timeout_ms = connect_timeout_ms)
 {
-	int64_t deadline = monotonic_ms() + connect_timeout_ms;
+	int64_t deadline = monotonic_ms() + timeout_ms;
 	RegistryHosts hosts;
 	char reason[256];
 
@@ -381,7 +381,7 @@ connect_to_registry(const char *conninfo)
 		}
 		if (!wait_for_socket(polled == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE, deadline))
 		{
-			snprintf(reason, sizeof(reason), "no answer within %lld ms", static_cast<long long>(connect_timeout_ms));
+			snprintf(reason, sizeof(reason), "no answer within %lld ms", static_cast<long long>(timeout_ms));
 			connect_failed(reason);
 			return false;
 		}
@@ -1300,6 +1300,27 @@ role_may_renew(const pg_uuid_t &seen)
 }
 
 /*
+ * How long a probe of the pending value may take: the agent's loop renews
+ * nothing meanwhile, so a third of what is left of the shortest lease held
+ * (at least 200 ms), and never more than a connection's bound.  A name
+ * that never resolves (a DNS change gone wrong) then costs the leases
+ * nothing: the probe fails, shows in pending_error, and is tried again.
+ */
+int64_t
+probe_timeout_ms()
+{
+	LeaseTable *state = lease_table();
+	int64_t now_mono = monotonic_ms();	/* no clock read under the lock */
+	int64_t timeout = connect_timeout_ms;
+
+	LWLockAcquire(&state->lock, LW_SHARED);
+	for (int i = 0; i < state->nblocks; i++)
+		timeout = std::min(timeout, std::max<int64_t>(200, (state->blocks[i].deadline_mono_ms - now_mono) / 3));
+	LWLockRelease(&state->lock);
+	return timeout;
+}
+
+/*
  * Connects with the pending value and reads the registry's identity there:
  * the connection, or nullptr with the failure noted as pending_error.  conn
  * is left as it is.
@@ -1313,7 +1334,7 @@ probe_pending(pg_uuid_t *seen)
 
 	conn = nullptr;
 	probing = true;
-	bool reached = connect_to_registry(pending) && read_identity(seen, &predecessors);
+	bool reached = connect_to_registry(pending, probe_timeout_ms()) && read_identity(seen, &predecessors);
 	/* Another registry only if it took over the one pinned (INV-20): else the value fails. */
 	if (reached && !may_move_to(*seen, predecessors, refusal))
 	{
