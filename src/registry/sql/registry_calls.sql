@@ -261,6 +261,7 @@ DECLARE
 	spent uidgen.worker_block;
 	caller_system text := system_identifier;	-- the body names no function: 035 renames it
 	drawn uuid;		-- lease_id, under a name that no column has
+	fresh bigint;	-- block, likewise
 	ceiling bigint;	-- ceiling_delta, likewise
 	lease_length interval;
 BEGIN
@@ -319,11 +320,15 @@ BEGIN
 		-- block may have gone to another holder since the lease it records.
 		floor_delta := greatest(spent.ceiling_delta, uidgen.registry_delta(now()));
 	ELSE
-		block := coalesce((SELECT max(b.block) FROM uidgen.worker_block b), 0) + 1;
-		-- Likewise a number that another claim is writing now.
-		WHILE NOT pg_try_advisory_xact_lock(uidgen.registry_block_key(block)) LOOP
-			block := block + 1;
+		fresh := coalesce((SELECT max(b.block) FROM uidgen.worker_block b), 0) + 1;
+		-- Likewise a number that another claim is writing now, or that one
+		-- committed since the maximum was read (each statement here sees
+		-- what committed before it), rather than fail on its row.
+		WHILE NOT pg_try_advisory_xact_lock(uidgen.registry_block_key(fresh))
+		      OR EXISTS (SELECT FROM uidgen.worker_block b WHERE b.block = fresh) LOOP
+			fresh := fresh + 1;
 		END LOOP;
+		block := fresh;
 		first_worker := (block - 1) * cfg.block_size + 1;
 		last_worker := least(block * cfg.block_size, top);
 		-- A block this registry never leased may still have been leased by

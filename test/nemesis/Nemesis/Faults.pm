@@ -17,9 +17,6 @@ use Nemesis::Operations;
 our %KNOWN_GAPS = (
 	clock_step => 'a member clock stepped while it holds a lease: libfaketime does not reach the agent and the '
 	  . 'keepers that PostgreSQL 15 starts first, so the step is not the one the design assumes',
-	slow_resolver => 'while a reloaded uidgen.registry names a host whose resolver does not answer, the agent '
-	  . 'waits for the name in its loop, its 5 s bound every 6 s, and renews its leases only in between: with '
-	  . 'a TTL of 6 s they run out, and scope backend sessions fail (08006)',
 );
 
 # The kinds that promise no outage: no client statement at their member
