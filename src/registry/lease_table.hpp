@@ -179,12 +179,13 @@ struct LeaseTable
 	/*
 	 * The registries the one seen last imported, sealed, with their
 	 * ceilings: a member moves to it only from one of them, or from one
-	 * that is gone for good, on purpose (move_lost_wanted, set by
-	 * uid_registry_move(old_registry_lost => true) until the move pins).
+	 * that is gone for good, on purpose: lost_moves counts the
+	 * uid_registry_move(old_registry_lost => true) calls whose
+	 * transactions have not ended.
 	 */
 	int registry_seen_npredecessors;
 	uint8 registry_seen_predecessors[max_predecessors][16];
-	std::atomic<bool> move_lost_wanted;
+	std::atomic<uint32_t> lost_moves;
 };
 static_assert(std::is_trivially_destructible_v<LeaseTable>);
 

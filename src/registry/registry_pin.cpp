@@ -73,17 +73,22 @@ seen_registry(pg_uuid_t *seen, Predecessors *predecessors)
 }
 
 void
-want_lost_move(bool wanted)
+begin_lost_move()
 {
-	lease_table()->move_lost_wanted.store(wanted);
-	if (wanted)
-		wake_agent();
+	lease_table()->lost_moves.fetch_add(1);
+	wake_agent();
+}
+
+void
+end_lost_move()
+{
+	lease_table()->lost_moves.fetch_sub(1);
 }
 
 bool
 lost_move_wanted()
 {
-	return lease_table()->move_lost_wanted.load();
+	return lease_table()->lost_moves.load() > 0;
 }
 
 bool

@@ -51,10 +51,12 @@ bool seen_registry(pg_uuid_t *seen, Predecessors *predecessors);
 
 /*
  * Whether a member may move to a registry that did not import the one it
- * joined: set by uid_registry_move(old_registry_lost => true), cleared when
- * the move has pinned.
+ * joined: while a uid_registry_move(old_registry_lost => true) runs, begun
+ * by the call and ended with its transaction, however that ends.  Counted,
+ * so that one call's end does not end another's.
  */
-void want_lost_move(bool wanted);
+void begin_lost_move();
+void end_lost_move();
 bool lost_move_wanted();
 
 /* The agent: whether a backend waits for the identity to be read afresh. */

@@ -17,6 +17,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
+#include "pg/xact_events.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_pin.hpp"
 #include "workers/leased_claim.hpp"
@@ -43,6 +44,36 @@ constexpr int agent_wait_ms = 10000;
  * database "d") joined, to registry to, which did not import it: to's
  * leases could overlap those from's members still hold (INV-20).
  */
+/* Whether this backend's transaction began a lost move, which its end ends. */
+bool lost_move_begun = false;
+
+void
+end_lost_move_at_end(XactEvent event, void *)
+{
+	if (lost_move_begun && ends_transaction(event))
+	{
+		lost_move_begun = false;
+		end_lost_move();
+	}
+}
+
+void
+begin_lost_move_here()
+{
+	static bool callback_registered = false;
+
+	if (!callback_registered)
+	{
+		RegisterXactCallback(end_lost_move_at_end, nullptr);
+		callback_registered = true;
+	}
+	if (!lost_move_begun)
+	{
+		lost_move_begun = true;
+		begin_lost_move();
+	}
+}
+
 [[noreturn]] void
 refuse_unimported(const pg_uuid_t &from, const pg_uuid_t &to, const char *what)
 {
@@ -51,7 +82,6 @@ refuse_unimported(const pg_uuid_t &from, const pg_uuid_t &to, const char *what)
 
 	uuid_text(from, from_text);
 	uuid_text(to, to_text);
-	want_lost_move(false);
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("uidgen registry %s has not imported uidgen registry %s, which %s joined", to_text, from_text,
@@ -83,9 +113,13 @@ UIDGEN_FUNCTION(uid_registry_move)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot move a uidgen member database during recovery")));
 
-	/* The agent may take up a registry that imported nothing: the old one is gone for good (ASM-9). */
+	/*
+	 * The agent may take up a registry that imported nothing: the old one
+	 * is gone for good (ASM-9).  Until this transaction ends, whether it
+	 * commits, fails or is cancelled in the waits below.
+	 */
 	if (old_registry_lost)
-		want_lost_move(true);
+		begin_lost_move_here();
 	/*
 	 * The identity the registry has now, read by the agent in an attempt
 	 * begun after this call.  An attempt that finds the connection to the
@@ -98,10 +132,7 @@ UIDGEN_FUNCTION(uid_registry_move)
 	while (!read && monotonic_ms() < until)
 		read = read_identity_afresh(until);
 	if (!read)
-	{
-		want_lost_move(false);
 		report_registry_failure("could not read the registry's identity", true);
-	}
 
 	/* A new uidgen.registry the agent refused (or cannot reach yet): moving would stay where it is. */
 	char pending[registry_text_size];
@@ -111,24 +142,18 @@ UIDGEN_FUNCTION(uid_registry_move)
 	strlcpy(why, lease_table()->pending_error, sizeof(why));
 	LWLockRelease(&lease_table()->lock);
 	if (pending[0] != '\0')
-	{
-		want_lost_move(false);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the uidgen registry agent has not switched to the new uidgen.registry \"%s\"", pending),
 				 errdetail("%s", why[0] != '\0' ? why : "It has not tried it yet."),
 				 errhint("See pending_error in uidgen.registry_status.")));
-	}
 
 	/* A move only to a registry that took over the one left (INV-20), unless that one is lost. */
 	pg_uuid_t seen;
 	pg_uuid_t pinned;
 	Predecessors predecessors;
 	if (!seen_registry(&seen, &predecessors))
-	{
-		want_lost_move(false);
 		report_registry_failure("could not read the registry's identity", true);
-	}
 	if (!old_registry_lost)
 	{
 		if (pinned_registry(&pinned) && memcmp(pinned.data, seen.data, UUID_LEN) != 0 && !imported(predecessors, pinned))
@@ -152,7 +177,6 @@ UIDGEN_FUNCTION(uid_registry_move)
 	pg_uuid_t *adopted = static_cast<pg_uuid_t *>(palloc(sizeof(pg_uuid_t)));
 	bool changed = false;
 	bool pinned_now = pin_seen_registry(adopted, &changed);
-	want_lost_move(false);
 	if (!pinned_now)
 		report_registry_failure("could not read the registry's identity", true);
 

@@ -24,24 +24,18 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
 	SELECT CASE WHEN current_setting('role') = 'none' THEN session_user ELSE current_setting('role')::name END
 $$;
 
--- The key of the transaction-level advisory lock a call holds while it
--- writes block b's row: a claim or a re-assertion that finds it taken
--- skips the block rather than wait for the transaction that holds it.
--- Derived from the registry's secret, so that no other role can take it.
-CREATE FUNCTION uidgen.registry_block_key(b bigint) RETURNS bigint
+-- The key of one of the advisory locks the registry's functions take:
+-- 'seal', which every claim and renewal holds shared and an export or an
+-- import alone (the ceilings an export seals, or an import starts above,
+-- change under neither; shared holders never wait for each other);
+-- 'block <n>', held while a call writes block n's row (a claim or a
+-- re-assertion that finds it taken skips the block rather than wait); and
+-- 'claims of <system identifier>', which serializes one member's claims.
+-- Derived from the registry's secret: any role may take an advisory lock
+-- whose key it can compute, and would stall the members' calls.
+CREATE FUNCTION uidgen.registry_lock_key(what text) RETURNS bigint
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-	SELECT hashtextextended(s.secret || ' uidgen.worker_block ' || b, 0) FROM uidgen.registry_secret s
-$$;
-
--- The key of the advisory lock that every claim and renewal holds shared
--- and an export or an import holds alone: the ceilings an export seals, or
--- an import starts above, change under neither.  Shared holders never wait
--- for each other, so no member waits for another member's call, and an
--- export or import only tries it (it never queues in front of members).
--- Derived from the registry's secret, so that no other role can take it.
-CREATE FUNCTION uidgen.registry_seal_key() RETURNS bigint
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-	SELECT hashtextextended(s.secret || ' uidgen registry seal', 0) FROM uidgen.registry_secret s
+	SELECT hashtextextended(s.secret || ' ' || what, 0) FROM uidgen.registry_secret s
 $$;
 
 -- Takes the seal key alone for an export or an import, trying it every
@@ -51,7 +45,7 @@ $$;
 CREATE FUNCTION uidgen.registry_take_seal() RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	WHILE NOT pg_try_advisory_xact_lock(uidgen.registry_seal_key()) LOOP
+	WHILE NOT pg_try_advisory_xact_lock(uidgen.registry_lock_key('seal')) LOOP
 		PERFORM pg_sleep(0.01);
 	END LOOP;
 END
@@ -266,9 +260,9 @@ DECLARE
 	lease_length interval;
 BEGIN
 	PERFORM uidgen.registry_refuse_transaction_block('registry_claim');
-	-- Read again once no export or import runs (registry_seal_key()): a
+	-- Read again once no export or import runs (registry_lock_key('seal')): a
 	-- claim that began before an export committed sees the seal.
-	PERFORM pg_advisory_xact_lock_shared(uidgen.registry_seal_key());
+	PERFORM pg_advisory_xact_lock_shared(uidgen.registry_lock_key('seal'));
 	state := uidgen.registry_check_state();
 	-- Not an error: what registry_check_state() noticed must commit.
 	IF state.quarantined THEN
@@ -290,7 +284,7 @@ BEGIN
 	-- The claims of one system identifier (bound to this member role) one at
 	-- a time, so that its count of blocks below holds; other members' claims
 	-- never wait for them.
-	PERFORM pg_advisory_xact_lock(hashtextextended('uidgen.registry_claim ' || caller_system, 0));
+	PERFORM pg_advisory_xact_lock(uidgen.registry_lock_key('claims of ' || caller_system));
 
 	-- Every restart is a new life whose blocks stay out of the pool until
 	-- they are reusable: a server in a crash loop would take them all.
@@ -324,7 +318,7 @@ BEGIN
 		-- Likewise a number that another claim is writing now, or that one
 		-- committed since the maximum was read (each statement here sees
 		-- what committed before it), rather than fail on its row.
-		WHILE NOT pg_try_advisory_xact_lock(uidgen.registry_block_key(fresh))
+		WHILE NOT pg_try_advisory_xact_lock(uidgen.registry_lock_key('block ' || fresh))
 		      OR EXISTS (SELECT FROM uidgen.worker_block b WHERE b.block = fresh) LOOP
 			fresh := fresh + 1;
 		END LOOP;
@@ -411,7 +405,7 @@ DECLARE
 BEGIN
 	PERFORM uidgen.registry_refuse_transaction_block('registry_renew');
 	-- As in registry_claim(): no ceiling rises past an export.
-	PERFORM pg_advisory_xact_lock_shared(uidgen.registry_seal_key());
+	PERFORM pg_advisory_xact_lock_shared(uidgen.registry_lock_key('seal'));
 	state := uidgen.registry_check_state();
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
@@ -465,7 +459,7 @@ BEGIN
 				PERFORM FROM uidgen.worker_block w WHERE w.block = b FOR UPDATE SKIP LOCKED;
 				CONTINUE WHEN NOT FOUND;
 			ELSE
-				CONTINUE WHEN NOT pg_try_advisory_xact_lock(uidgen.registry_block_key(b));
+				CONTINUE WHEN NOT pg_try_advisory_xact_lock(uidgen.registry_lock_key('block ' || b));
 			END IF;
 			INSERT INTO uidgen.worker_block AS w
 			       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after,
@@ -520,8 +514,7 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_shortest_lease(interval, interval) FR
 REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_refuse_transaction_block(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_member_role() FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION uidgen.registry_block_key(bigint) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION uidgen.registry_seal_key() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_lock_key(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_take_seal() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
