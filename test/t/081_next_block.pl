@@ -53,18 +53,22 @@ my $check = sub {
 		$node->background_psql($db, on_error_stop => 0)
 	} 1 .. $sessions;
 	my $i = 0;
-	# Started together: each query_until returns at once, the loops run side by side.
+	# Started together: each loop is written to its psql and sent at once, and
+	# the loops run side by side.  Not query_until() with an echo at the start:
+	# it clears what the session printed so far, so a loop that ended before
+	# it returned took its "done" (and its errors) with it.
 	for my $h (@handles)
 	{
 		$i++;
-		$h->query_until(qr/started $i/, "\\echo started $i\n" . $loop->($i, 0.1 * $i, $schema) . "\n\\echo done $i\n");
+		$h->{stdin} .= $loop->($i, 0.1 * $i, $schema) . "\n\\echo done $i\n";
+		$h->{run}->pump_nb;
 	}
 	$i = 0;
 	my @errors;
 	for my $h (@handles)
 	{
 		$i++;
-		$h->query_until(qr/done $i/, '');
+		$h->query_until(qr/done $i\b/, '');
 		push @errors, "session $i: $1" while $h->{stderr} =~ /(ERROR:[^\n]*)/g;
 		$h->quit;
 	}
