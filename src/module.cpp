@@ -9,11 +9,14 @@
 #include "pg/guard.hpp"
 #include "pg/settings.hpp"
 #include "registry/agent.hpp"
+#include "registry/dropped_databases.hpp"
 #include "registry/lease_table.hpp"
 #include "server/shared_state.hpp"
 
 extern "C" {
 #include "lib/stringinfo.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_database.h"
 #include "libpq-fe.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -277,6 +280,7 @@ uidgen_xact_callback(XactEvent event, void *)
 	uidgen::pg::catalog_at_xact_event(event);
 	uidgen::pg::backend_at_xact_event(event);
 	uidgen::pg::horizon_at_xact_event(event);
+	uidgen::pg::dropped_databases_at_xact_event(event);
 }
 
 static void
@@ -297,6 +301,18 @@ uidgen_relcache_callback(Datum, Oid relid)
 {
 	uidgen::pg::catalog_relcache_invalidated(relid);
 	uidgen::pg::backend_relcache_invalidated(relid);
+}
+
+/* The object-access hook: a DROP DATABASE, for the grants of its database (dropped_databases.hpp). */
+static object_access_hook_type previous_object_access_hook = nullptr;
+
+static void
+uidgen_object_access(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id, void *arg)
+{
+	if (previous_object_access_hook)
+		previous_object_access_hook(access, class_id, object_id, sub_id, arg);
+	if (access == OAT_DROP && class_id == DatabaseRelationId)
+		uidgen::pg::database_drop_begins(object_id);
 }
 
 /*
@@ -343,5 +359,7 @@ _PG_init(void)
 		previous_startup_hook = shmem_startup_hook;
 		shmem_startup_hook = uidgen_shmem_startup;
 		uidgen::pg::register_registry_agent();
+		previous_object_access_hook = object_access_hook;
+		object_access_hook = uidgen_object_access;
 	}
 }

@@ -74,6 +74,12 @@ block_wanted(int blocks, int max_blocks, int waiting, int64_t spare, int block_s
 	return blocks < max_blocks && ((waiting > 0 && spare == 0) || spare < (int64_t{block_size} + 1) / 2);
 }
 
+bool
+give_back_wanted(int blocks, int max_blocks, int waiting, int64_t spare_without, int block_size)
+{
+	return blocks > 1 && !block_wanted(blocks - 1, max_blocks, waiting, spare_without, block_size);
+}
+
 std::optional<int64_t>
 lease_cap(const Layout &layout, int64_t ceiling_delta, int64_t left_ms, int64_t now_ms, int64_t max_borrow_ms)
 {

@@ -102,6 +102,16 @@ bool counts_as_spare(int64_t left_ms, int64_t lease_ms);
 bool block_wanted(int blocks, int max_blocks, int waiting, int64_t spare, int block_size);
 
 /*
+ * Whether the member gives back a block whose workers serve no database any
+ * more (each went to a database that was dropped since): only when the
+ * blocks it keeps leave it no reason to want another (block_wanted() with
+ * this one gone, spare_without being what the others have spare), so that
+ * it never gives back what it would lease again at once; the last block is
+ * kept for the next database.
+ */
+bool give_back_wanted(int blocks, int max_blocks, int waiting, int64_t spare_without, int block_size);
+
+/*
  * The last unit a worker of a lease may issue: the registry's ceiling,
  * and below it what the rest of the lease plus max_borrow reaches on this
  * server's clock (so that a server never borrows further ahead than its

@@ -27,6 +27,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
 #include "pg/time_convert.hpp"
+#include "registry/lease_bookkeeping.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_hosts.hpp"
 #include "registry/registry_pin.hpp"
@@ -111,53 +112,6 @@ bool probing = false;
  */
 bool text_changed_since_pin = false;
 
-/*
- * Leases are renewed once a sixth of their length has passed, so that an
- * outage of five sixths of a lease changes nothing.  A young life's leases
- * are short (registry_lease_length()): renewed more often, and lengthened.
- */
-bool
-renewal_due(const LeaseTable *state, int64_t now_mono)
-{
-	for (int i = 0; i < state->nblocks; i++)
-	{
-		const LeasedBlock &b = state->blocks[i];
-
-		if (uidgen::renewal_due(b.deadline_mono_ms - now_mono, b.lease_ms))
-			return true;
-	}
-	for (int i = 0; i < state->ngrants; i++)
-	{
-		if (!state->grants[i].reported)
-			return true;
-	}
-	return false;
-}
-
-/*
- * Workers not granted yet in blocks that can still grant them, and those
- * of dropped databases that can go to another (lease_table.hpp, Grant).
- */
-int64_t
-spare_workers(const LeaseTable *state, int64_t now_mono)
-{
-	int64_t spare = 0;
-
-	for (int i = 0; i < state->nblocks; i++)
-	{
-		const LeasedBlock &b = state->blocks[i];
-
-		if (counts_as_spare(b.deadline_mono_ms - now_mono, b.lease_ms))
-			spare += b.last_worker - b.next_worker + 1;
-	}
-	for (int i = 0; i < state->ngrants; i++)
-	{
-		if (grant_reusable(state, i, now_mono, 0))
-			spare++;
-	}
-	return spare;
-}
-
 /* Logs message unless filter has logged the same within its period. */
 void
 log_unless_repeated(RepeatFilter &filter, const char *prefix, const char *message)
@@ -211,22 +165,6 @@ set_status(AgentStatus status, int sqlstate, const char *error)
 		log_unless_repeated(failure_log, "", error);
 	else if (status == AgentStatus::Ready)
 		failure_log.reset();
-}
-
-/* Leases past their end are lost for good: the registry may hand them out again. */
-void
-drop_expired_blocks(LeaseTable *state, int64_t now_mono)
-{
-	int kept = 0;
-
-	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < state->nblocks; i++)
-	{
-		if (state->blocks[i].deadline_mono_ms > now_mono)
-			state->blocks[kept++] = state->blocks[i];
-	}
-	state->nblocks = kept;
-	LWLockRelease(&state->lock);
 }
 
 /*
@@ -1146,17 +1084,6 @@ claim_block(LeaseTable *state)
 }
 
 /*
- * Whether the reserve is short: less than half a block spare, or a
- * registration waits and nothing is; under the table's lock.
- */
-bool
-block_wanted(const LeaseTable *state, int64_t now_mono)
-{
-	return uidgen::block_wanted(state->nblocks, max_leased_blocks, state->waiting, spare_workers(state, now_mono),
-								state->rules.block_size);
-}
-
-/*
  * One round: when something is due (a renewal, a block for the reserve, or
  * a retry after a failure), connect if need be, read the rules and check
  * the clocks, renew, and lease what is missing.  Otherwise the registry
@@ -1168,6 +1095,7 @@ work(LeaseTable *state)
 	int64_t now_mono = monotonic_ms();	/* no clock read under the lock */
 
 	drop_expired_blocks(state, now_mono);
+	give_back_emptied_blocks(state, now_mono);
 
 	LWLockAcquire(&state->lock, LW_SHARED);
 	bool idle = state->have_rules && state->status == AgentStatus::Ready && !renewal_due(state, now_mono) &&

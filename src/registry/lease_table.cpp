@@ -5,6 +5,8 @@
  */
 #include "registry/lease_table.hpp"
 
+#include "registry/dropped_databases.hpp"
+
 #include "pg/guard.hpp"
 #include "pg/pg_clock.hpp"
 
@@ -15,7 +17,6 @@ extern "C" {
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
-#include "utils/syscache.h"
 #include "utils/wait_event.h"
 }
 
@@ -302,64 +303,6 @@ reusable_grant(const LeaseTable *state, int64_t now_mono, int64_t *floor)
 		return i;
 	}
 	return -1;
-}
-
-/*
- * Marks the grants of databases that were dropped.  Which databases exist
- * is looked up without the table's lock (a catalog lookup may raise an
- * error); a grant is marked only if it still went to the same database by
- * the same stamp, so that one given since to a database of the same OID
- * is not.
- */
-void
-mark_dropped_databases(LeaseTable *state)
-{
-	/* palloc'd, not std::vector: a catalog lookup may raise an error through this frame. */
-	int *index = static_cast<int *>(palloc(sizeof(int) * max_grants));
-	uint64 *stamp = static_cast<uint64 *>(palloc(sizeof(uint64) * max_grants));
-	Oid *database = static_cast<Oid *>(palloc(sizeof(Oid) * max_grants));
-	Oid *gone = static_cast<Oid *>(palloc(sizeof(Oid) * max_grants));
-	int nseen = 0;
-	int ngone = 0;
-
-	LWLockAcquire(&state->lock, LW_SHARED);
-	for (int i = 0; i < state->ngrants; i++)
-	{
-		const Grant &g = state->grants[i];
-
-		if (g.dropped || g.database == MyDatabaseId)
-			continue;
-		index[nseen] = i;
-		stamp[nseen] = g.stamp;
-		database[nseen++] = g.database;
-	}
-	LWLockRelease(&state->lock);
-
-	memcpy(gone, database, sizeof(Oid) * nseen);
-	std::sort(gone, gone + nseen);
-	Oid *end = std::unique(gone, gone + nseen);
-	for (Oid *d = gone; d < end; d++)
-	{
-		if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(*d)))
-			gone[ngone++] = *d;
-	}
-
-	if (ngone > 0)
-	{
-		LWLockAcquire(&state->lock, LW_EXCLUSIVE);
-		for (int k = 0; k < nseen; k++)
-		{
-			Grant &g = state->grants[index[k]];
-
-			if (g.stamp == stamp[k] && g.database == database[k] && std::binary_search(gone, gone + ngone, database[k]))
-				g.dropped = true;
-		}
-		LWLockRelease(&state->lock);
-	}
-	pfree(index);
-	pfree(stamp);
-	pfree(database);
-	pfree(gone);
 }
 
 /* A worker for database from a block with room, or nullopt; errors when the grants are full. */

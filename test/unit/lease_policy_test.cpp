@@ -56,6 +56,22 @@ TEST(LeasePolicy, WantsABlockWhenTheReserveIsShort)
 	EXPECT_TRUE(block_wanted(0, 16, 0, 0, std::numeric_limits<int32_t>::max()));
 }
 
+TEST(LeasePolicy, AnEmptiedBlockGoesBackOnlyWhenTheOthersSuffice)
+{
+	/* Blocks of 4: the others keep 2 spare, enough. */
+	EXPECT_TRUE(give_back_wanted(3, 16, 0, 2, 4));
+	/* One spare left would want a block at once: kept. */
+	EXPECT_FALSE(give_back_wanted(3, 16, 0, 1, 4));
+	/* The last block stays, whatever is spare. */
+	EXPECT_FALSE(give_back_wanted(1, 16, 0, 100, 4));
+	/* A registration waiting with nothing spare elsewhere: kept. */
+	EXPECT_FALSE(give_back_wanted(2, 16, 1, 0, 1));
+	EXPECT_TRUE(give_back_wanted(2, 16, 1, 1, 1));
+	/* At the limit: one fewer is below it, and wanted if short. */
+	EXPECT_FALSE(give_back_wanted(16, 16, 0, 0, 4));
+	EXPECT_TRUE(give_back_wanted(16, 16, 0, 2, 4));
+}
+
 TEST(LeasePolicy, LeaseCapIsTheCeilingOrLessAndNothingOnceEnded)
 {
 	/* Whole seconds since the default epoch: units of 1000 ms. */
