@@ -15,45 +15,57 @@ namespace uidgen::pg {
 
 namespace {
 
-/* What block b adds to spare_workers(); under the table's lock. */
-int64_t
-spare_of_block(const LeaseTable *state, int b, int64_t now_mono)
-{
-	const LeasedBlock &block = state->blocks[b];
-	int64_t spare = 0;
-
-	if (counts_as_spare(block.deadline_mono_ms - now_mono, block.lease_ms))
-		spare += block.last_worker - block.next_worker + 1;
-	for (int i = 0; i < state->ngrants; i++)
-	{
-		if (state->grants[i].lease_id == block.lease_id && grant_reusable(state, i, now_mono, 0))
-			spare++;
-	}
-	return spare;
-}
-
 /*
- * Whether block b granted workers and every one of them went to a database
- * that was dropped since; under the table's lock.  A block that granted
- * none yet is the reserve, not emptied.
+ * The blocks to give back now (their indexes, in order, into out; returns
+ * how many): each block that granted workers, all of them to databases
+ * dropped since (a block that granted none yet is the reserve), while the
+ * blocks kept leave enough spare (give_back_wanted()).  One pass over the
+ * grants; under the table's lock.
  */
-bool
-emptied(const LeaseTable *state, int b)
+int
+blocks_to_give_back(const LeaseTable *state, int64_t now_mono, int out[max_leased_blocks])
 {
-	const LeasedBlock &block = state->blocks[b];
-	bool granted = false;
+	bool granted[max_leased_blocks] = {};
+	bool live[max_leased_blocks] = {};
+	int64_t spare[max_leased_blocks] = {};
+	int64_t total = 0;
+	int n = 0;
 
+	for (int b = 0; b < state->nblocks; b++)
+	{
+		const LeasedBlock &block = state->blocks[b];
+
+		if (counts_as_spare(block.deadline_mono_ms - now_mono, block.lease_ms))
+			spare[b] = block.last_worker - block.next_worker + 1;
+	}
 	for (int i = 0; i < state->ngrants; i++)
 	{
 		const Grant &g = state->grants[i];
 
-		if (g.lease_id != block.lease_id)
-			continue;
-		if (!g.dropped)
-			return false;
-		granted = true;
+		for (int b = 0; b < state->nblocks; b++)
+		{
+			if (g.lease_id != state->blocks[b].lease_id)
+				continue;
+			granted[b] = true;
+			live[b] = live[b] || !g.dropped;
+			if (grant_reusable(state, i, now_mono, 0))
+				spare[b]++;
+			break;
+		}
 	}
-	return granted;
+	for (int b = 0; b < state->nblocks; b++)
+		total += spare[b];
+	int blocks = state->nblocks;
+	for (int b = 0; b < state->nblocks; b++)
+	{
+		if (!granted[b] || live[b] ||
+			!give_back_wanted(blocks, max_leased_blocks, state->waiting, total - spare[b], state->rules.block_size))
+			continue;
+		out[n++] = b;
+		total -= spare[b];
+		blocks--;
+	}
+	return n;
 }
 
 } // namespace
@@ -82,7 +94,17 @@ spare_workers(const LeaseTable *state, int64_t now_mono)
 	int64_t spare = 0;
 
 	for (int i = 0; i < state->nblocks; i++)
-		spare += spare_of_block(state, i, now_mono);
+	{
+		const LeasedBlock &b = state->blocks[i];
+
+		if (counts_as_spare(b.deadline_mono_ms - now_mono, b.lease_ms))
+			spare += b.last_worker - b.next_worker + 1;
+	}
+	for (int i = 0; i < state->ngrants; i++)
+	{
+		if (grant_reusable(state, i, now_mono, 0))
+			spare++;
+	}
 	return spare;
 }
 
@@ -111,41 +133,45 @@ drop_expired_blocks(LeaseTable *state, int64_t now_mono)
 void
 give_back_emptied_blocks(LeaseTable *state, int64_t now_mono)
 {
+	int chosen[max_leased_blocks];
 	int64_t given_back[max_leased_blocks];
-	int ngiven = 0;
+	int ngiven;
+
+	/* Most rounds give back nothing: looked at under the shared lock first. */
+	LWLockAcquire(&state->lock, LW_SHARED);
+	ngiven = blocks_to_give_back(state, now_mono, chosen);
+	LWLockRelease(&state->lock);
+	if (ngiven == 0)
+		return;
 
 	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
-	for (int b = 0; b < state->nblocks;)
+	ngiven = blocks_to_give_back(state, now_mono, chosen);
+	/* From the last chosen down, so that the indexes still to go stay valid. */
+	for (int k = ngiven - 1; k >= 0; k--)
 	{
-		if (!emptied(state, b) ||
-			!give_back_wanted(state->nblocks, max_leased_blocks, state->waiting,
-							  spare_workers(state, now_mono) - spare_of_block(state, b, now_mono),
-							  state->rules.block_size))
-		{
-			b++;
-			continue;
-		}
-		/* Its grants first (no holder is left: their databases are gone), then the block. */
+		int b = chosen[k];
 		LeaseId lease = state->blocks[b].lease_id;
 		int kept = 0;
 
+		/* Its grants first (no holder is left: their databases are gone), then the block. */
 		for (int i = 0; i < state->ngrants; i++)
 		{
 			if (state->grants[i].lease_id != lease)
 				state->grants[kept++] = state->grants[i];
 		}
 		state->ngrants = kept;
-		given_back[ngiven++] = state->blocks[b].block;
-		state->blocks[b] = state->blocks[--state->nblocks];
+		given_back[k] = state->blocks[b].block;
+		for (int j = b + 1; j < state->nblocks; j++)
+			state->blocks[j - 1] = state->blocks[j];
+		state->nblocks--;
 	}
 	LWLockRelease(&state->lock);
 
-	for (int i = 0; i < ngiven; i++)
+	for (int k = 0; k < ngiven; k++)
 		ereport(LOG, (errmsg("uidgen registry agent: gave back worker block %lld: each database its workers went "
 							 "to was dropped",
-							 static_cast<long long>(given_back[i]))));
-	if (ngiven > 0)
-		ConditionVariableBroadcast(&state->changed);
+							 static_cast<long long>(given_back[k]))));
+	ConditionVariableBroadcast(&state->changed);
 }
 
 } // namespace uidgen::pg
