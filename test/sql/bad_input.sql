@@ -3,6 +3,19 @@
 -- the worker table or the configuration.
 SET client_min_messages = warning;
 
+-- The sessions of the tests before have ended: an exiting backend releases
+-- its worker row, which would show as a change here.
+DO $$
+BEGIN
+	FOR i IN 1 .. 300 LOOP
+		EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity
+		                       WHERE datname = current_database() AND pid <> pg_backend_pid()
+		                         AND backend_type = 'client backend');
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END
+$$;
+
 CREATE TEMP TABLE state_before AS
 SELECT (SELECT md5(string_agg(c::text, ',')) FROM uidgen.config c) AS config,
        (SELECT md5(string_agg(w::text, ',' ORDER BY id)) FROM uidgen.worker_node w) AS worker_table,
