@@ -8,6 +8,8 @@
 #                           TESTS='032 regress' runs only the named jobs,
 #                           REPEAT=20 each TAP file 20 times, in parallel
 #   make test-stress        make test with one core kept busy by a loop
+#   make test-churn         1,000 databases created, used and dropped in
+#                           turn, in scope server and under a registry
 #   make test-all PG_SOURCES=DIR [CITUS_SOURCE=DIR] [PARTMAN_SOURCE=DIR]
 #                           make test on 15 and on each PostgreSQL source
 #                           tarball in DIR (17, 18), built once per machine;
@@ -153,6 +155,12 @@ test-long:
 test-stress:
 	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='$(TESTS)' TEST_JOBS='$(TEST_JOBS)' REPEAT='$(REPEAT)' UIDGEN_STRESS=1 scripts/test.sh
 
+# Database churn at scale: 1,000 databases created, used and dropped in
+# turn, in scope server (027) and under a registry (078), at the default
+# limits; about half an hour on two cores, so not part of CI.
+test-churn:
+	@PG_CONFIG='$(USER_PG_CONFIG)' TESTS='027 078' UIDGEN_CHURN='$(or $(CHURN),1000)' scripts/test.sh
+
 test-all:
 	@PG_CONFIG= CITUS_SOURCE='$(CITUS_SOURCE)' PARTMAN_SOURCE='$(PARTMAN_SOURCE)' scripts/test-all.sh '$(PG_SOURCES)'
 
@@ -161,6 +169,12 @@ test-all:
 nemesis:
 	@PG_CONFIG='$(USER_PG_CONFIG)' scripts/nemesis.sh --seed '$(or $(SEED),1)' --minutes '$(or $(MINUTES),3)' \
 		--faults '$(or $(FAULTS),default)'
+
+# The routine operations alone (registry migration, credential rotation,
+# reinstall, ...), each at least once, for two minutes.
+nemesis-operations:
+	@PG_CONFIG='$(USER_PG_CONFIG)' scripts/nemesis.sh --seed '$(or $(SEED),1)' --minutes '$(or $(MINUTES),2)' \
+		--faults operations
 
 demo:
 	@PG_CONFIG='$(USER_PG_CONFIG)' scripts/demo.sh
@@ -197,7 +211,7 @@ bench-lives:
 bench-durable:
 	@PG_CONFIG='$(USER_PG_CONFIG)' test/bench/durable.sh
 
-.PHONY: unit sql test test-long test-stress test-all nemesis demo bench bench-scope bench-churn bench-registry bench-lives bench-durable cursor-bench
+.PHONY: unit sql test test-long test-stress test-churn test-all nemesis nemesis-operations demo bench bench-scope bench-churn bench-registry bench-lives bench-durable cursor-bench
 
 # ---- packaging (docs/install.md) ----------------------------------------
 

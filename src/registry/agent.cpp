@@ -1102,7 +1102,8 @@ work(LeaseTable *state)
 				!block_wanted(state, now_mono);
 	LWLockRelease(&state->lock);
 	/* uid_registry_move() waits for the registry's identity read afresh. */
-	idle = idle && !identity_read_wanted();
+	bool identity_wanted = identity_read_wanted();
+	idle = idle && !identity_wanted;
 	if (idle)
 		return;
 
@@ -1111,7 +1112,13 @@ work(LeaseTable *state)
 	current_attempt = ++state->attempts;
 	LWLockRelease(&state->lock);
 
-	if (conn != nullptr && PQstatus(conn) != CONNECTION_OK)
+	/*
+	 * For a move, over a new connection: after the registry's name was
+	 * pointed at another server (DNS, a proxy, a pooler), an open
+	 * connection still reaches the old one, and the move would pin the
+	 * registry the member is leaving.
+	 */
+	if (conn != nullptr && (PQstatus(conn) != CONNECTION_OK || identity_wanted))
 		disconnect();
 	if (conn == nullptr && !connect_to_registry(connected_to))
 		return;

@@ -60,6 +60,7 @@ our %KINDS = (
 	registry_restore => { on => 'registry', run => \&registry_restore },
 	registry_failover => { on => 'registry', run => \&registry_failover },
 	registry_recreate => { on => 'registry', run => \&registry_recreate },
+	registry_migration => { on => 'registry', run => \&registry_migration },
 	# Routine operations (Nemesis::Operations).
 	credential_rotation => { on => 'member', run => \&Nemesis::Operations::credential_rotation },
 	database_churn => { on => 'member', run => \&Nemesis::Operations::database_churn },
@@ -69,8 +70,14 @@ our %KINDS = (
 	member_txn_open => { on => 'member', run => \&Nemesis::Operations::member_txn_open },
 );
 
+# The routine operations of issues 32 and 34, which FAULTS=operations
+# (make nemesis-operations) runs alone, each at least once.
+our @OPERATIONS = qw(credential_rotation database_churn slow_resolver reinstall registry_unset_and_set
+  member_txn_open registry_migration reload_registry_spelling);
+
 # The kinds FAULTS names: "default" (every kind but the known gaps), "all",
-# or a comma-separated list of kinds (and of "default").
+# "operations" (@OPERATIONS), or a comma-separated list of kinds (and of
+# those words).
 sub select_kinds
 {
 	my ($spec) = @_;
@@ -80,6 +87,7 @@ sub select_kinds
 	{
 		if ($word eq 'default') { $chosen{$_} = 1 for @default; }
 		elsif ($word eq 'all') { $chosen{$_} = 1 for keys %KINDS; }
+		elsif ($word eq 'operations') { $chosen{$_} = 1 for @OPERATIONS; }
 		elsif ($KINDS{$word}) { $chosen{$word} = 1; }
 		else { die "unknown fault kind \"$word\"; the kinds: " . join(', ', sort keys %KINDS) . ", default, all\n"; }
 	}
@@ -108,6 +116,14 @@ sub schedule
 		};
 		push @faults, $fault;
 		$at += 4 + int(rand(9));
+	}
+	# With at least as many faults as kinds, each kind comes once before any
+	# comes again, in an order drawn from the same numbers, so that a short
+	# run of a few kinds (FAULTS=operations) covers them all.
+	if (@faults >= @kinds)
+	{
+		my @order = sort { $faults[$a]{u1} <=> $faults[$b]{u1} || $a <=> $b } 0 .. $#kinds;
+		$faults[$_]{kind} = $kinds[ $order[ $_ % @kinds ] ] for 0 .. $#faults;
 	}
 	return @faults;
 }
@@ -522,6 +538,54 @@ sub registry_failover
 	return $old->name . ' stopped (immediate), ' . $standby->name . ' promoted, a new standby';
 }
 
+# A planned move of the fleet to another registry, as docs/reference.md
+# prescribes: a new registry server, uid_registry_export(its identity) at
+# the old one (which seals it), uid_registry_import() of the result at the
+# new one, the members' proxies pointed at it (a DNS switch: uidgen.registry
+# unchanged), uid_registry_move() in every member database, and the old
+# registry stopped.  Members issue under their leases meanwhile.
+sub registry_migration
+{
+	my ($fleet, $fault) = @_;
+	my $old = $fleet->{registry};
+	my $new = $fleet->new_registry('registry_migrated_' . ++$fleet->{serial});
+	my $failed = $fleet->prepare_registry($new,
+		map { ($_->{nemesis_role} => $_->{nemesis_password}) } @{ $fleet->{members} });
+	return "THE NEW REGISTRY FAILED: $failed" if $failed;
+	my $id = q1($new, 'registry', 'SELECT registry_id FROM uidgen.registry_identity')
+	  // return 'THE NEW REGISTRY HAS NO IDENTITY';
+	my ($ok, $doc, $err) = Nemesis::Fleet::query($old, 'registry', "SELECT uid_registry_export('$id')");
+	return "EXPORT FAILED: $err" unless $ok;
+	$doc =~ s/'/''/g;
+	($ok, undef, $err) = Nemesis::Fleet::query($new, 'registry', "SELECT uid_registry_import('$doc')");
+	return "IMPORT FAILED: $err" unless $ok;
+	$fleet->registry_moved($new);
+	my @moved;
+	for my $node (@{ $fleet->{members} })
+	{
+		my $dbs = q1($node, 'postgres', q{SELECT string_agg(datname, ' ') FROM pg_database WHERE datallowconn}) // '';
+		for my $db (split ' ', $dbs)
+		{
+			next unless q1($node, $db, q{SELECT count(*) FROM pg_extension WHERE extname = 'uidgen'});
+			my ($moved, $id_now, $why) = Nemesis::Fleet::query($node, $db, 'SELECT uid_registry_move()');
+			push @moved, $node->name . "/$db"
+			  . (!$moved ? " (FAILED: $why)" : $id_now eq $id ? '' : " (STILL AT $id_now)");
+		}
+	}
+	$old->stop('fast');
+	$old->{nemesis_gone} = 1;
+	new_registry_standby($fleet);
+	# A restore from now on brings back this registry: a backup of it, taken
+	# once it holds the members' leases.
+	my $backup = 'after_migration_' . $fleet->{serial};
+	Nemesis::Fleet::poll($new, 'registry', 'SELECT count(*) > 0 FROM uidgen.worker_block_lease l '
+		  . 'JOIN uidgen.server_life s USING (life)', 60);
+	$new->backup($backup);
+	$fleet->{registry_backup} = [ $new, $backup ];
+	return 'moved to ' . $new->name . " ($id) by export and import; uid_registry_move() in: @moved; "
+	  . $old->name . " stopped; backup $backup for later restores";
+}
+
 # A known gap: the registry's extension dropped and created again while
 # members hold leases.
 sub registry_recreate
@@ -543,8 +607,8 @@ sub registry_recreate
 		my $dbs = q1($node, 'postgres', q{SELECT string_agg(datname, ' ') FROM pg_database WHERE datallowconn}) // '';
 		for my $db (split ' ', $dbs)
 		{
-			my ($moved) = Nemesis::Fleet::query($node, $db,
-				q{SELECT uid_registry_move(old_registry_lost => true) FROM pg_extension WHERE extname = 'uidgen'});
+			next unless q1($node, $db, q{SELECT count(*) FROM pg_extension WHERE extname = 'uidgen'});
+			my ($moved) = Nemesis::Fleet::query($node, $db, 'SELECT uid_registry_move(old_registry_lost => true)');
 			push @moved, $node->name . "/$db" if $moved;
 		}
 	}

@@ -209,25 +209,39 @@ sub new_registry
 	return $node;
 }
 
+# The member roles, one each; their passwords are the members' state.
+my @ROLES = map { "nemesis_m$_" } 1 .. 3;
+
+# Makes node a registry of the fleet's rules, in its database "registry",
+# with a role of its own for each member and a password that the registry
+# checks (credential_rotation changes it): members reach it through their
+# proxies, over its Unix socket.  Returns '' or what failed.
+sub prepare_registry
+{
+	my ($self, $node, %passwords) = @_;
+	query($node, 'postgres', 'CREATE DATABASE registry');
+	my ($ok, undef, $err) = query($node, 'registry', "CREATE EXTENSION uidgen; "
+		. "SELECT uid_registry_configure(lease_ttl => '${LEASE_TTL}s', max_borrow => '$MAX_BORROW')");
+	return "the registry would not configure: $err" unless $ok;
+	query($node, 'postgres', "CREATE ROLE $_ LOGIN SUPERUSER PASSWORD '" . ($passwords{$_} // 'pw0') . "'")
+	  for @ROLES;
+	my $hba = $node->data_dir . '/pg_hba.conf';
+	my $rules = PostgreSQL::Test::Utils::slurp_file($hba);
+	_write($hba, 'local registry ' . join(',', @ROLES) . " scram-sha-256\n$rules");
+	$node->reload;
+	($ok) = query($node, 'registry', 'SELECT true', role => $ROLES[0], password => 'wrong');
+	return "the registry lets a member role in with a wrong password" if $ok;
+	return '';
+}
+
 sub setup
 {
 	my ($self, %params) = @_;
 	my $registry = $self->new_registry('registry');
-	query($registry, 'postgres', 'CREATE DATABASE registry');
-	my ($ok, undef, $err) = query($registry, 'registry', "CREATE EXTENSION uidgen; "
-		. "SELECT uid_registry_configure(lease_ttl => '${LEASE_TTL}s', max_borrow => '$MAX_BORROW')");
-	die "the registry would not configure: $err" unless $ok;
-	# A role of its own for each member, with a password that the registry
-	# checks (credential_rotation changes it): members reach it through
-	# their proxies, over its Unix socket.
-	my @roles = map { "nemesis_m$_" } 1 .. 3;
-	query($registry, 'postgres', "CREATE ROLE $_ LOGIN SUPERUSER PASSWORD 'pw0'") for @roles;
-	my $hba = $registry->data_dir . '/pg_hba.conf';
-	my $rules = PostgreSQL::Test::Utils::slurp_file($hba);
-	_write($hba, 'local registry ' . join(',', @roles) . " scram-sha-256\n$rules");
-	$registry->reload;
-	($ok) = query($registry, 'registry', 'SELECT true', role => $roles[0], password => 'wrong');
-	die "the registry lets a member role in with a wrong password" if $ok;
+	my $failed = $self->prepare_registry($registry);
+	die $failed if $failed;
+	my @roles = @ROLES;
+	my ($ok, $err);
 	$self->{registry} = $registry;
 	$self->say("registry " . $registry->name . " on " . $registry->host . ", lease TTL ${LEASE_TTL}s");
 	$self->{registry_standby} = $self->new_standby($registry, 'registry_standby');
