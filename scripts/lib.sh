@@ -197,7 +197,7 @@ rerun_as_postgres() {
 	runuser -u postgres -- env PATH="$PATH" CI="${CI:-}" UIDGEN_KEEP="${UIDGEN_KEEP:-}" \
 		PG_CONFIG="${PG_CONFIG:-}" CITUS_INSTALL="${CITUS_INSTALL:-}" PARTMAN_INSTALL="${PARTMAN_INSTALL:-}" \
 		TESTS="${TESTS:-}" \
-		TEST_JOBS="${TEST_JOBS:-}" REPEAT="${REPEAT:-}" UIDGEN_STRESS="${UIDGEN_STRESS:-}" UIDGEN_LONG="${UIDGEN_LONG:-}" bash "$copy/$script" "$@" || status=$?
+		TEST_JOBS="${TEST_JOBS:-}" REPEAT="${REPEAT:-}" UIDGEN_STRESS="${UIDGEN_STRESS:-}" UIDGEN_LONG="${UIDGEN_LONG:-}" UIDGEN_CHURN="${UIDGEN_CHURN:-}" bash "$copy/$script" "$@" || status=$?
 	[ -n "${UIDGEN_KEEP:-}" ] || rm -rf "$copy"
 	return $status
 }

@@ -16,9 +16,10 @@ use UidgenTest;
 # databases alive at once as a raised limit allows.  Always with 8 places
 # and 10 alive; with UIDGEN_STRESS (make test-stress) the default 64 places,
 # 130 databases in turn, and 70 alive, about three minutes here.
-my $stress = $ENV{UIDGEN_STRESS};
+# With UIDGEN_CHURN=N (make test-churn: 1,000): the default places and N databases in turn.
+my $stress = $ENV{UIDGEN_STRESS} || $ENV{UIDGEN_CHURN};
 my $places = $stress ? 64 : 8;
-my $churned = 2 * $places + 2;
+my $churned = $ENV{UIDGEN_CHURN} || 2 * $places + 2;
 my $alive = $stress ? 70 : 10;
 my $node = new_uidgen_node('db_churn', scope => 'server',
 	conf => [ 'max_worker_processes = 24', 'max_connections = 100',

@@ -16,9 +16,10 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use UidgenTest;
 
-my $stress = $ENV{UIDGEN_STRESS};
+# With UIDGEN_CHURN=N (make test-churn: 1,000): the default rules and N databases.
+my $stress = $ENV{UIDGEN_STRESS} || $ENV{UIDGEN_CHURN};
 my ($blocks, $block_size) = $stress ? (16, 8) : (2, 4);
-my $churned = $stress ? 2 * $blocks * $block_size + 4 : 20;
+my $churned = $ENV{UIDGEN_CHURN} || ($stress ? 2 * $blocks * $block_size + 4 : 20);
 
 my $registry = new_registry_node('registry', member => 0, conf => [ 'max_connections = 100' ]);
 $registry->safe_psql('registry',
