@@ -851,7 +851,7 @@ check_identity()
 		uuid_text(pinned, pinned_text);
 		snprintf(message, sizeof(message),
 				 "the registry database is uidgen registry %s, not %s, which this server joined: it was created "
-				 "again, rebuilt or replaced, and knows nothing of this server's leases; nothing is leased or "
+				 "again, copied, rebuilt or replaced, and knows nothing of this server's leases; nothing is leased or "
 				 "renewed there (to move to it on purpose, run SELECT uid_registry_export(importer) at the old registry "
 				 "and SELECT uid_registry_import(...) with its result at this one, then SELECT uid_registry_move() "
 				 "in every member database; if the old registry is gone for good, "
