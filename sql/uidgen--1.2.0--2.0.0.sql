@@ -124,6 +124,17 @@ COMMENT ON COLUMN uidgen.registry_state.sealed_ceiling
 COMMENT ON COLUMN uidgen.registry_state.sealed_for
 	IS 'The identity of the one registry its export is for: no other may import it';
 
+-- The registry's counter, which every reply of registry_rules() carries:
+-- a sequence, WAL-logged, that only rises (after a crash it may jump
+-- ahead, never back) unless the registry as a whole is set back to an
+-- earlier state of itself, which PostgreSQL cannot tell from the original
+-- (a file-level copy of the stopped server, a revert to a memory snapshot).
+-- Members keep the highest they saw and send it back; one above it tells
+-- the registry that it went back.  Not dumped: a dump restored is another
+-- registry (registry_check_state()).
+CREATE SEQUENCE uidgen.registry_counter;
+REVOKE ALL ON SEQUENCE uidgen.registry_counter FROM PUBLIC;
+
 -- A random secret of this registry, which only its owner reads: the keys of
 -- the advisory locks its functions take are derived from it, so that no
 -- other role can take them (any role may take an advisory lock it can name).
@@ -230,12 +241,13 @@ COMMENT ON COLUMN uidgen.membership.registry_id
 -- another registry to its members, who refuse it.  A copy that keeps the
 -- system identifier and the database OID keeps it (a restore, a promoted
 -- standby: the same registry, perhaps stale, which registry_check_state()
--- quarantines); one that changes either draws a new one (a template copy,
--- pg_upgrade, a dump restored, which carries no identity anyway: not an
--- extension configuration table), and members move to it only by
--- uid_registry_move().  A new registry leases nothing until what any earlier
--- holder may still issue is behind it (registry_holder_bound()), or until
--- uid_registry_start_fleet() says that no earlier fleet exists.
+-- quarantines, as it does one whose counter a member saw higher); one that
+-- changes either draws a new one (a template copy, pg_upgrade, a dump
+-- restored, which carries no identity anyway: not an extension configuration
+-- table), and members move to it only by uid_registry_move().  A new
+-- registry leases nothing until what any earlier holder may still issue is
+-- behind it (registry_holder_bound()), or until uid_registry_start_fleet()
+-- says that no earlier fleet exists.
 CREATE TABLE uidgen.registry_identity (
 	singleton        boolean PRIMARY KEY DEFAULT true CHECK (singleton),
 	registry_id      uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid(),
@@ -414,16 +426,49 @@ BEGIN
 END
 $$;
 
--- The layout and rules members adopt; refused on a standby.
-CREATE FUNCTION uidgen.registry_rules(
+-- The layout and rules members adopt, and the registry's counter (the
+-- witness of a registry set back: uidgen.registry_counter); refused on a
+-- standby.  counter_seen is the highest counter the member saw at this
+-- registry's identity (NULL for none).  One above the counter means that
+-- the registry went back to an earlier state of itself, one PostgreSQL
+-- cannot tell from the original (a file-level copy of the stopped server,
+-- a revert to a memory snapshot): it quarantines, as for a restore (R9),
+-- and moves its counter above.  The reply's counter is the value it had,
+-- so the member sees it go back too.
+CREATE FUNCTION uidgen.registry_rules(counter_seen bigint,
 	OUT time_bits int, OUT worker_bits int, OUT seq_bits int, OUT epoch_ms bigint, OUT unit_ms int,
 	OUT max_borrow_ms bigint, OUT lease_ttl_ms bigint, OUT block_size int, OUT max_clock_skew_ms bigint,
-	OUT clock_ms bigint)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	OUT clock_ms bigint, OUT counter bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	IF pg_is_in_recovery() THEN
 		RAISE EXCEPTION 'the uidgen registry database "%" is on a standby', current_database()
 			USING ERRCODE = 'read_only_sql_transaction';
+	END IF;
+	-- No counter gets near the sequence's end (2^62 at a million calls a
+	-- second is 146,000 years): one that does would make every call fail.
+	IF counter_seen < 0 OR counter_seen >= 4611686018427387904 THEN
+		RAISE EXCEPTION 'uidgen registry counter % is out of range', counter_seen
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	counter := nextval('uidgen.registry_counter');
+	IF counter <= counter_seen THEN
+		-- Recorded before the counter moves (setval() is not undone by a
+		-- rollback): a call that cannot record it changes nothing, and the
+		-- member sends its counter again.  The state row is locked only by
+		-- a call that records a change, which others never wait for.
+		UPDATE uidgen.registry_state r
+		   SET quarantine_until = greatest(r.quarantine_until, now() + uidgen.registry_holder_bound())
+		 WHERE r.singleton IN (SELECT l.singleton FROM uidgen.registry_state l FOR UPDATE SKIP LOCKED);
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'uidgen registry counter % is behind the % a member saw, and another call is recording '
+			                'a change of the registry''s state', counter, counter_seen
+				USING ERRCODE = 'lock_not_available',
+				      HINT = 'The member''s agent calls again.';
+		END IF;
+		RAISE LOG 'uidgen registry counter % is behind the % a member saw: this registry went back to an earlier '
+		          'state of itself, and holds new leases back for registry_holder_bound()', counter, counter_seen;
+		PERFORM setval('uidgen.registry_counter', counter_seen);
 	END IF;
 	SELECT c.time_bits, c.worker_bits, c.seq_bits, (extract(epoch FROM c.epoch) * 1000)::bigint,
 	       CASE c.unit WHEN 'second' THEN 1000 ELSE 1 END,
@@ -908,7 +953,7 @@ $$;
 -- Where this registry's state is now (registry_state), as it is created.
 SELECT uidgen.registry_check_state();
 
-REVOKE EXECUTE ON FUNCTION uidgen.registry_rules() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_rules(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_check_state() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_identity() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_holder_bound() FROM PUBLIC;

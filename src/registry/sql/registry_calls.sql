@@ -51,16 +51,49 @@ BEGIN
 END
 $$;
 
--- The layout and rules members adopt; refused on a standby.
-CREATE FUNCTION uidgen.registry_rules(
+-- The layout and rules members adopt, and the registry's counter (the
+-- witness of a registry set back: uidgen.registry_counter); refused on a
+-- standby.  counter_seen is the highest counter the member saw at this
+-- registry's identity (NULL for none).  One above the counter means that
+-- the registry went back to an earlier state of itself, one PostgreSQL
+-- cannot tell from the original (a file-level copy of the stopped server,
+-- a revert to a memory snapshot): it quarantines, as for a restore (R9),
+-- and moves its counter above.  The reply's counter is the value it had,
+-- so the member sees it go back too.
+CREATE FUNCTION uidgen.registry_rules(counter_seen bigint,
 	OUT time_bits int, OUT worker_bits int, OUT seq_bits int, OUT epoch_ms bigint, OUT unit_ms int,
 	OUT max_borrow_ms bigint, OUT lease_ttl_ms bigint, OUT block_size int, OUT max_clock_skew_ms bigint,
-	OUT clock_ms bigint)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	OUT clock_ms bigint, OUT counter bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	IF pg_is_in_recovery() THEN
 		RAISE EXCEPTION 'the uidgen registry database "%" is on a standby', current_database()
 			USING ERRCODE = 'read_only_sql_transaction';
+	END IF;
+	-- No counter gets near the sequence's end (2^62 at a million calls a
+	-- second is 146,000 years): one that does would make every call fail.
+	IF counter_seen < 0 OR counter_seen >= 4611686018427387904 THEN
+		RAISE EXCEPTION 'uidgen registry counter % is out of range', counter_seen
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	counter := nextval('uidgen.registry_counter');
+	IF counter <= counter_seen THEN
+		-- Recorded before the counter moves (setval() is not undone by a
+		-- rollback): a call that cannot record it changes nothing, and the
+		-- member sends its counter again.  The state row is locked only by
+		-- a call that records a change, which others never wait for.
+		UPDATE uidgen.registry_state r
+		   SET quarantine_until = greatest(r.quarantine_until, now() + uidgen.registry_holder_bound())
+		 WHERE r.singleton IN (SELECT l.singleton FROM uidgen.registry_state l FOR UPDATE SKIP LOCKED);
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'uidgen registry counter % is behind the % a member saw, and another call is recording '
+			                'a change of the registry''s state', counter, counter_seen
+				USING ERRCODE = 'lock_not_available',
+				      HINT = 'The member''s agent calls again.';
+		END IF;
+		RAISE LOG 'uidgen registry counter % is behind the % a member saw: this registry went back to an earlier '
+		          'state of itself, and holds new leases back for registry_holder_bound()', counter, counter_seen;
+		PERFORM setval('uidgen.registry_counter', counter_seen);
 	END IF;
 	SELECT c.time_bits, c.worker_bits, c.seq_bits, (extract(epoch FROM c.epoch) * 1000)::bigint,
 	       CASE c.unit WHEN 'second' THEN 1000 ELSE 1 END,
@@ -545,7 +578,7 @@ $$;
 -- Where this registry's state is now (registry_state), as it is created.
 SELECT uidgen.registry_check_state();
 
-REVOKE EXECUTE ON FUNCTION uidgen.registry_rules() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_rules(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_check_state() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_identity() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_holder_bound() FROM PUBLIC;
