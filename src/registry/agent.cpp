@@ -578,33 +578,86 @@ note_quarantine(PGresult *result, const char *what, int row, int col)
 }
 
 /*
+ * Notes the registry's counter, replied to a call that sent what this
+ * server saw at that identity (the one check_identity() read this round);
+ * false, with the failure recorded, when the registry went back: it was
+ * set back to an earlier state of itself, which it has noticed too and
+ * quarantines for (registry_rules()).  The round ends there: the next one
+ * sends a counter the registry has moved above, and re-asserts the leases
+ * in the quarantine.
+ */
+bool
+note_counter(const pg_uuid_t &identity, bool had_sent, int64_t sent, int64_t counter)
+{
+	LeaseTable *state = lease_table();
+
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
+	bool went_back = state->counter_witness.note_reply(identity.data, had_sent, sent, counter);
+	LWLockRelease(&state->lock);
+	if (!went_back)
+		return true;
+
+	char message[error_text_size];
+	char identity_text[UUID_LEN * 2 + 5];
+
+	uuid_text(identity, identity_text);
+	snprintf(message, sizeof(message),
+			 "uidgen registry %s has gone back: its counter is %lld, not above the %lld this server saw there; it was "
+			 "set back to an earlier state of itself (a file-level copy, a restore or a revert to a snapshot) and "
+			 "holds new leases back while its members re-assert theirs",
+			 identity_text, static_cast<long long>(counter), static_cast<long long>(sent));
+	set_status(AgentStatus::Failed, ERRCODE_CONNECTION_FAILURE, message);
+	return false;
+}
+
+/*
  * Fetches the registry's rules and checks the two clocks against each
  * other: the registry's, read between two readings of ours, may be off by
- * half the round trip.
+ * half the round trip.  Sends the highest registry counter seen at the
+ * identity read this round, and notes the one replied (note_counter()).
  */
 bool
 fetch_rules()
 {
 	LeaseTable *state = lease_table();
+	pg_uuid_t identity;
+	Predecessors predecessors;
+	int64_t counter_sent = 0;
+	char counter_text[24];
+	const char *params[1] = {nullptr};
+
+	bool identified = seen_registry(&identity, &predecessors);
+	LWLockAcquire(&state->lock, LW_SHARED);
+	bool had_sent = identified && state->counter_witness.to_send(identity.data, &counter_sent);
+	LWLockRelease(&state->lock);
+	if (had_sent)
+	{
+		snprintf(counter_text, sizeof(counter_text), "%lld", static_cast<long long>(counter_sent));
+		params[0] = counter_text;
+	}
+
 	int64_t sent = backend_clock().now_ms();
-	PGresult *r = call("reading the registry's rules", "SELECT * FROM uidgen.registry_rules()", 0, nullptr);
+	PGresult *r = call("reading the registry's rules", "SELECT * FROM uidgen.registry_rules($1)", 1, params);
 	int64_t received = backend_clock().now_ms();
 
 	if (r == nullptr)
 		return false;
 	const char *what = "reading the registry's rules";
-	if (!reply_has_shape(r, what, 1, 10))
+	if (!reply_has_shape(r, what, 1, 11))
 		return false;
 	RulesReply reply{};
+	int64_t counter = 0;
 	int64_t *column[] = {&reply.time_bits,	  &reply.worker_bits,  &reply.seq_bits,	  &reply.epoch_ms,
 						 &reply.unit_ms,	  &reply.max_borrow_ms, &reply.lease_ttl_ms, &reply.block_size,
-						 &reply.max_clock_skew_ms, &reply.clock_ms};
-	for (int col = 0; col < 10; col++)
+						 &reply.max_clock_skew_ms, &reply.clock_ms, &counter};
+	for (int col = 0; col < 11; col++)
 	{
 		if (!reply_int64(r, what, 0, col, column[col]))
 			return false;
 	}
 	PQclear(r);
+	if (identified && !note_counter(identity, had_sent, counter_sent, counter))
+		return false;
 	std::optional<RegistryRules> checked = checked_rules(reply);
 	if (!checked)
 	{
@@ -789,7 +842,7 @@ check_identity()
 		uuid_text(pinned, pinned_text);
 		snprintf(message, sizeof(message),
 				 "the registry database is uidgen registry %s, not %s, which this server joined: it was created "
-				 "again, rebuilt or replaced, and knows nothing of this server's leases; nothing is leased or "
+				 "again, copied, rebuilt or replaced, and knows nothing of this server's leases; nothing is leased or "
 				 "renewed there (to move to it on purpose, run SELECT uid_registry_export(importer) at the old registry "
 				 "and SELECT uid_registry_import(...) with its result at this one, then SELECT uid_registry_move() "
 				 "in every member database; if the old registry is gone for good, "

@@ -20,6 +20,7 @@
  */
 #pragma once
 
+#include "core/counter_witness.hpp"
 #include "core/layout.hpp"
 #include "core/lease_policy.hpp"
 
@@ -186,6 +187,12 @@ struct LeaseTable
 	int registry_seen_npredecessors;
 	uint8 registry_seen_predecessors[max_predecessors][16];
 	std::atomic<uint32_t> lost_moves;
+	/*
+	 * The highest registry counter the agent saw, at which identity: sent
+	 * with its next rules call there, so that a registry set back to an
+	 * earlier state of itself notices (core/counter_witness.hpp).
+	 */
+	CounterWitness counter_witness;
 };
 static_assert(std::is_trivially_destructible_v<LeaseTable>);
 

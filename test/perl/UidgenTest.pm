@@ -27,7 +27,7 @@ our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
 	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node
-	clock_offset wait_for_clock_past start_gated_writer start_recording_writer doc_sql_blocks replace_registry_with_backup
+	clock_offset wait_for_clock_past start_gated_writer start_recording_writer start_timed_writer doc_sql_blocks replace_registry_with_backup
 	partman_days_query partman_partitions partman_default_rows partman_new_rows partman_days partman_day_offset);
 
 # A started node with uidgen created in database postgres.  Extra lines go
@@ -187,6 +187,27 @@ sub start_recording_writer
 				PERFORM pg_sleep(0.01);
 			END LOOP;
 		END \$\$}, until => "SELECT count(*) > 0 FROM ids WHERE source = '$source'");
+}
+
+# start_sql_loop of a session that inserts 200 IDs a statement into table
+# ids (id bigint) of database db (default postgres) for seconds, each
+# statement committed and going on past errors (a pause of 0.1 s after one).
+sub start_timed_writer
+{
+	my ($node, $seconds, %params) = @_;
+	return start_sql_loop($node, qq{
+		DO \$\$ DECLARE t0 timestamptz := clock_timestamp();
+		BEGIN
+			WHILE clock_timestamp() < t0 + interval '$seconds s' LOOP
+				BEGIN
+					INSERT INTO ids SELECT uid_next() FROM generate_series(1, 200);
+				EXCEPTION WHEN OTHERS THEN
+					PERFORM pg_sleep(0.1);
+				END;
+				COMMIT;
+				PERFORM pg_sleep(0.01);
+			END LOOP;
+		END \$\$}, %params);
 }
 
 # Waits for handles of start_sql_loop (their exit status is not looked at:

@@ -146,6 +146,20 @@ for my $version (@released)
 	like(psql_error($node, $db, 'SELECT uid_registry_import(uid_registry_export(gen_random_uuid()))'),
 		qr/ERROR:  22023: uidgen registry [-0-9a-f]+ cannot import its own export/,
 		"$version: and once started, exports and refuses its own export");
+	# The counter witness: the updated registry replies with its counter, and a counter a member
+	# saw above it (the registry went back) quarantines it and moves its counter above.
+	my $counter = $node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(NULL)');
+	like($counter, qr/^\d+$/, "$version: the updated registry replies with its counter");
+	my $seen = $counter + 1000;
+	is($node->safe_psql($db, "SELECT counter <= $seen FROM uidgen.registry_rules($seen)"), 't',
+		"$version: a member that saw a higher counter sees it behind");
+	isnt($node->safe_psql($db, 'SELECT uid_registry_quarantine_until()'), '',
+		"$version: and the registry quarantines");
+	cmp_ok($node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(NULL)'), '>', $seen,
+		"$version: with its counter moved above");
+	like(psql_error($node, $db, 'SELECT counter FROM uidgen.registry_rules(4611686018427387904)'),
+		qr/ERROR:  22023: uidgen registry counter 4611686018427387904 is out of range/,
+		"$version: a counter no registry reaches is refused");
 }
 
 # A 1.1 installation that lost its reservation refuses to issue rather than issue unreserved IDs.

@@ -22,13 +22,13 @@ my $claim_args = 'life uuid, system_identifier text, timeline int, host text, po
 my $renew_args = "$claim_args, blocks bigint[], floors bigint[], grant_workers bigint[], grant_databases text[], "
   . 'lease_ids uuid[], grant_leases uuid[], ceilings bigint[]';
 my $rules_columns = 'time_bits int, worker_bits int, seq_bits int, epoch_ms bigint, unit_ms int, max_borrow_ms bigint, '
-  . 'lease_ttl_ms bigint, block_size int, max_clock_skew_ms bigint, clock_ms bigint';
+  . 'lease_ttl_ms bigint, block_size int, max_clock_skew_ms bigint, clock_ms bigint, counter bigint';
 my $claim_columns = 'block bigint, first_worker bigint, last_worker bigint, floor_delta bigint, lease_ms bigint, '
   . 'held_back_until timestamptz, lease_id uuid, ceiling_delta bigint';
 # registry_renew() names itself in its body: a copy under the other name,
 # and the original out of the extension, to be dropped.
 $registry->safe_psql('fake', qq{
-	ALTER FUNCTION uidgen.registry_rules() RENAME TO real_registry_rules;
+	ALTER FUNCTION uidgen.registry_rules(bigint) RENAME TO real_registry_rules;
 	ALTER FUNCTION uidgen.registry_claim($claim_args) RENAME TO real_registry_claim;
 	DO \$\$ BEGIN
 		EXECUTE replace(replace(pg_get_functiondef('uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], '
@@ -44,7 +44,7 @@ $registry->safe_psql('fake', qq{
 sub fake
 {
 	my ($function, $columns, $body) = @_;
-	my $args = { rules => '', claim => $claim_args, renew => $renew_args }->{$function};
+	my $args = { rules => 'counter_seen bigint', claim => $claim_args, renew => $renew_args }->{$function};
 	my $sql = "DROP FUNCTION IF EXISTS uidgen.registry_$function($args);";
 	if (defined $body)
 	{
@@ -55,15 +55,15 @@ sub fake
 	{
 		$sql .= "CREATE FUNCTION uidgen.registry_$function($args) RETURNS TABLE ($columns) LANGUAGE sql AS \$fake\$ "
 		  . "SELECT * FROM uidgen.real_registry_$function("
-		  . join(', ', map { "\$$_" } 1 .. ($function eq 'rules' ? 0 : $function eq 'claim' ? 6 : 13)) . ') $fake$;';
+		  . join(', ', map { "\$$_" } 1 .. ($function eq 'rules' ? 1 : $function eq 'claim' ? 6 : 13)) . ') $fake$;';
 	}
 	$registry->safe_psql('fake', $sql);
 }
 
 my $rules = 'r.time_bits, r.worker_bits, r.seq_bits, r.epoch_ms, r.unit_ms, r.max_borrow_ms, r.lease_ttl_ms, '
-  . 'r.block_size, r.max_clock_skew_ms, r.clock_ms';
+  . 'r.block_size, r.max_clock_skew_ms, r.clock_ms, r.counter';
 # The first shape is there before the member starts.
-fake('rules', $rules_columns, "SELECT $rules FROM uidgen.real_registry_rules() r WHERE false");
+fake('rules', $rules_columns, "SELECT $rules FROM uidgen.real_registry_rules(\$1) r WHERE false");
 
 my $password = 'pw-secret-4711';
 my $sslpassword = 'ssl-secret-0815';
@@ -98,23 +98,23 @@ sub expect_refusal
 
 expect_refusal('rules, no row', q{%reading the registry's rules: the registry replied with 0 rows, expected 1%},
 	uid_next => 1);
-fake('rules', $rules_columns, "SELECT $rules FROM uidgen.real_registry_rules() r UNION ALL "
-	. "SELECT $rules FROM uidgen.real_registry_rules() r");
+fake('rules', $rules_columns, "SELECT $rules FROM uidgen.real_registry_rules(\$1) r UNION ALL "
+	. "SELECT $rules FROM uidgen.real_registry_rules(\$1) r");
 expect_refusal('rules, two rows', '%the registry replied with 2 rows, expected 1%', uid_next => 1);
 fake('rules', 'time_bits int, worker_bits int', 'SELECT 41, 13');
-expect_refusal('rules, 2 columns', '%the registry replied with 2 columns, expected 10%', uid_next => 1);
-fake('rules', "$rules_columns, extra int", "SELECT $rules, 1 FROM uidgen.real_registry_rules() r");
-expect_refusal('rules, 11 columns', '%the registry replied with 11 columns, expected 10%', uid_next => 1);
+expect_refusal('rules, 2 columns', '%the registry replied with 2 columns, expected 11%', uid_next => 1);
+fake('rules', "$rules_columns, extra int", "SELECT $rules, 1 FROM uidgen.real_registry_rules(\$1) r");
+expect_refusal('rules, 12 columns', '%the registry replied with 12 columns, expected 11%', uid_next => 1);
 (my $text_columns = $rules_columns) =~ s/^time_bits int/time_bits text/;
 fake('rules', $text_columns, "SELECT 'forty-one', " . ($rules =~ s/^r\.time_bits, //r)
-	. ' FROM uidgen.real_registry_rules() r');
+	. ' FROM uidgen.real_registry_rules($1) r');
 expect_refusal('rules, text for a number', '%column "time_bits" of the reply is not an integer: "forty-one"%',
 	uid_next => 1);
 fake('rules', $rules_columns, 'SELECT NULL::int, ' . ($rules =~ s/^r\.time_bits, //r)
-	. ' FROM uidgen.real_registry_rules() r');
+	. ' FROM uidgen.real_registry_rules($1) r');
 expect_refusal('rules, a NULL', '%column "time_bits" of the reply is null%', uid_next => 1);
 fake('rules', $rules_columns, 'SELECT r.time_bits, r.worker_bits, r.seq_bits, r.epoch_ms, 7, r.max_borrow_ms, '
-	. 'r.lease_ttl_ms, r.block_size, r.max_clock_skew_ms, r.clock_ms FROM uidgen.real_registry_rules() r');
+	. 'r.lease_ttl_ms, r.block_size, r.max_clock_skew_ms, r.clock_ms, r.counter FROM uidgen.real_registry_rules($1) r');
 expect_refusal('rules, a unit of 7 ms', '%unit_ms%', uid_next => 1);
 fake('rules', $rules_columns, undef);
 

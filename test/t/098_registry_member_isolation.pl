@@ -27,7 +27,7 @@ $registry->safe_psql('registry', 'SELECT uid_configure(worker_bits => 6)');
 $registry->safe_psql('registry', 'SELECT uid_registry_configure(block_size => 4)');
 $registry->safe_psql('registry', q{
 	CREATE ROLE intruder LOGIN;
-	GRANT EXECUTE ON FUNCTION uidgen.registry_rules(), uidgen.registry_identity(),
+	GRANT EXECUTE ON FUNCTION uidgen.registry_rules(bigint), uidgen.registry_identity(),
 		uidgen.registry_claim(uuid, text, int, text, int, text[]),
 		uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], bigint[], text[], uuid[],
 		                      uuid[], bigint[])

@@ -51,16 +51,49 @@ BEGIN
 END
 $$;
 
--- The layout and rules members adopt; refused on a standby.
-CREATE FUNCTION uidgen.registry_rules(
+-- The layout and rules members adopt, and the registry's counter (the
+-- witness of a registry set back: uidgen.registry_counter); refused on a
+-- standby.  counter_seen is the highest counter the member saw at this
+-- registry's identity (NULL for none).  One above the counter means that
+-- the registry went back to an earlier state of itself, one PostgreSQL
+-- cannot tell from the original (a file-level copy of the stopped server,
+-- a revert to a memory snapshot): it quarantines, as for a restore (R9),
+-- and moves its counter above.  The reply's counter is the value it had,
+-- so the member sees it go back too.
+CREATE FUNCTION uidgen.registry_rules(counter_seen bigint,
 	OUT time_bits int, OUT worker_bits int, OUT seq_bits int, OUT epoch_ms bigint, OUT unit_ms int,
 	OUT max_borrow_ms bigint, OUT lease_ttl_ms bigint, OUT block_size int, OUT max_clock_skew_ms bigint,
-	OUT clock_ms bigint)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	OUT clock_ms bigint, OUT counter bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	IF pg_is_in_recovery() THEN
 		RAISE EXCEPTION 'the uidgen registry database "%" is on a standby', current_database()
 			USING ERRCODE = 'read_only_sql_transaction';
+	END IF;
+	-- No counter gets near the sequence's end (2^62 at a million calls a
+	-- second is 146,000 years): one that does would make every call fail.
+	IF counter_seen < 0 OR counter_seen >= 4611686018427387904 THEN
+		RAISE EXCEPTION 'uidgen registry counter % is out of range', counter_seen
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	counter := nextval('uidgen.registry_counter');
+	IF counter <= counter_seen THEN
+		-- Recorded before the counter moves (setval() is not undone by a
+		-- rollback): a call that cannot record it changes nothing, and the
+		-- member sends its counter again.  The state row is locked only by
+		-- a call that records a change, which others never wait for.
+		UPDATE uidgen.registry_state r
+		   SET quarantine_until = greatest(r.quarantine_until, now() + uidgen.registry_holder_bound())
+		 WHERE r.singleton IN (SELECT l.singleton FROM uidgen.registry_state l FOR UPDATE SKIP LOCKED);
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'uidgen registry counter % is behind the % a member saw, and another call is recording '
+			                'a change of the registry''s state', counter, counter_seen
+				USING ERRCODE = 'lock_not_available',
+				      HINT = 'The member''s agent calls again.';
+		END IF;
+		RAISE LOG 'uidgen registry counter % is behind the % a member saw: this registry went back to an earlier '
+		          'state of itself, and holds new leases back for registry_holder_bound()', counter, counter_seen;
+		PERFORM setval('uidgen.registry_counter', counter_seen);
 	END IF;
 	SELECT c.time_bits, c.worker_bits, c.seq_bits, (extract(epoch FROM c.epoch) * 1000)::bigint,
 	       CASE c.unit WHEN 'second' THEN 1000 ELSE 1 END,
@@ -118,30 +151,42 @@ $$;
 
 -- Which registry this is, for members to pin (registry_identity above),
 -- whether it is sealed, and the registries it took over: a member moves
--- here from one of those only (INV-20).
+-- here from one of those only (INV-20).  The state is checked first, so
+-- that a copy shows the identity it draws (registry_check_state()).
 CREATE FUNCTION uidgen.registry_identity(OUT registry_id uuid, OUT created_at timestamptz,
                                          OUT fleet_started_at timestamptz, OUT sealed_at timestamptz,
                                          OUT predecessors uuid[])
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM uidgen.registry_check_state();
 	SELECT i.registry_id, i.created_at, i.fleet_started_at, s.sealed_at,
 	       ARRAY(SELECT p.registry_id FROM uidgen.registry_predecessor p ORDER BY p.imported_at, p.registry_id)
-	  FROM uidgen.registry_identity i, uidgen.registry_state s
+	  INTO registry_id, created_at, fleet_started_at, sealed_at, predecessors
+	  FROM uidgen.registry_identity i, uidgen.registry_state s;
+END
 $$;
 
 -- Notices a registry that may have lost state (it was restarted, restored,
 -- failed over or copied since it last handed something out) and then holds
 -- new claims back for a lease TTL plus max_borrow, while members re-assert
--- what they hold.  Returns whether claims are held back, and until when.
+-- what they hold.  A copy PostgreSQL can tell from the original (another
+-- system identifier or database OID: a template copy, a dump restored,
+-- pg_upgrade) is another registry: it draws a new identity, as if created
+-- now, with no fleet started and nothing imported, so that no member moves
+-- to it without a move (INV-20).  Returns whether claims are held back,
+-- and until when.
 CREATE FUNCTION uidgen.registry_check_state(OUT quarantined boolean, OUT quarantine_until timestamptz,
                                             OUT sealed boolean)
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	st   uidgen.registry_state;
-	sys  text := (SELECT c.system_identifier::text FROM pg_control_system() c);
-	db   oid := (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
-	born timestamptz := pg_postmaster_start_time();
-	tli  int;
-	ident uidgen.registry_identity;
+	st     uidgen.registry_state;
+	now_st uidgen.registry_state;
+	locked boolean;
+	sys    text := (SELECT c.system_identifier::text FROM pg_control_system() c);
+	db     oid := (SELECT d.oid FROM pg_database d WHERE d.datname = current_database());
+	born   timestamptz := pg_postmaster_start_time();
+	tli    int;
+	ident  uidgen.registry_identity;
 BEGIN
 	IF pg_is_in_recovery() THEN
 		RAISE EXCEPTION 'the uidgen registry database "%" is on a standby', current_database()
@@ -154,19 +199,47 @@ BEGIN
 	SELECT * INTO STRICT st FROM uidgen.registry_state;
 	IF st.system_identifier IS DISTINCT FROM sys OR st.database_oid IS DISTINCT FROM db
 	   OR st.timeline IS DISTINCT FROM tli OR st.server_started_at IS DISTINCT FROM born THEN
-		-- Any change quarantines (R9).  Only a registry whose state was never
-		-- recorded has nothing to lose: CREATE EXTENSION records it, so that a registry restored or
-		-- failed over to a point before its first lease, which leases
-		-- granted since may have lost, is not taken for a new one.
-		IF st.system_identifier IS NOT NULL OR EXISTS (SELECT FROM uidgen.worker_block) THEN
-			st.quarantine_until := greatest(st.quarantine_until, now() + uidgen.registry_holder_bound());
-		END IF;
 		-- One call records the change; another that finds the row locked
-		-- goes on with the quarantine it computed, which is as long.
-		UPDATE uidgen.registry_state r
-		   SET system_identifier = sys, database_oid = db, timeline = tli, server_started_at = born,
-		       quarantine_until = greatest(r.quarantine_until, st.quarantine_until)
-		 WHERE r.singleton IN (SELECT l.singleton FROM uidgen.registry_state l FOR UPDATE SKIP LOCKED);
+		-- goes on with the quarantine it computes, which is as long, unless
+		-- the change is a copy's: the new identity is not drawn yet.
+		SELECT * INTO now_st FROM uidgen.registry_state FOR UPDATE SKIP LOCKED;
+		locked := FOUND;
+		IF NOT locked THEN
+			IF st.system_identifier IS DISTINCT FROM sys OR st.database_oid IS DISTINCT FROM db THEN
+				RAISE EXCEPTION 'another call is recording the new state of the uidgen registry database "%"',
+				                current_database()
+					USING ERRCODE = 'lock_not_available',
+					      HINT = 'Call again.';
+			END IF;
+			now_st := st;
+		END IF;
+		-- Read again under the row's lock: another call may have recorded it.
+		IF now_st.system_identifier IS DISTINCT FROM sys OR now_st.database_oid IS DISTINCT FROM db
+		   OR now_st.timeline IS DISTINCT FROM tli OR now_st.server_started_at IS DISTINCT FROM born THEN
+			-- Any change quarantines (R9).  Only a registry whose state was
+			-- never recorded has nothing to lose: CREATE EXTENSION records it,
+			-- so that a registry restored or failed over to a point before its
+			-- first lease, which leases granted since may have lost, is not
+			-- taken for a new one.
+			IF now_st.system_identifier IS NOT NULL OR EXISTS (SELECT FROM uidgen.worker_block) THEN
+				now_st.quarantine_until := greatest(now_st.quarantine_until, now() + uidgen.registry_holder_bound());
+			END IF;
+			-- Not a restart or a failover, which keep both: a copy, which
+			-- knows the original's leases up to the copy only.
+			IF now_st.system_identifier IS NOT NULL
+			   AND (now_st.system_identifier <> sys OR now_st.database_oid IS DISTINCT FROM db) THEN
+				UPDATE uidgen.registry_identity
+				   SET registry_id = gen_random_uuid(), created_at = now(), fleet_started_at = NULL;
+				DELETE FROM uidgen.registry_predecessor;
+			END IF;
+			IF locked THEN
+				UPDATE uidgen.registry_state r
+				   SET system_identifier = sys, database_oid = db, timeline = tli, server_started_at = born,
+				       quarantine_until = now_st.quarantine_until
+				 WHERE r.singleton;
+			END IF;
+		END IF;
+		st.quarantine_until := greatest(st.quarantine_until, now_st.quarantine_until);
 	END IF;
 	quarantine_until := st.quarantine_until;
 	sealed := st.sealed_at IS NOT NULL;
@@ -505,7 +578,7 @@ $$;
 -- Where this registry's state is now (registry_state), as it is created.
 SELECT uidgen.registry_check_state();
 
-REVOKE EXECUTE ON FUNCTION uidgen.registry_rules() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_rules(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_check_state() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_identity() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_holder_bound() FROM PUBLIC;
