@@ -736,8 +736,11 @@ BEGIN
 
 	-- Every restart is a new life whose blocks stay out of the pool until
 	-- they are reusable: a server in a crash loop would take them all.
+	-- Released blocks (given back, or uid_registry_release()) count no more:
+	-- their holders issue nothing more, and the floor of their next lease is
+	-- above their ceiling whenever it comes.
 	IF (SELECT count(*) FROM uidgen.worker_block b JOIN uidgen.server_life l ON l.life = b.life
-	     WHERE l.system_identifier = caller_system AND b.reusable_after > now())
+	     WHERE l.system_identifier = caller_system AND b.reusable_after > now() AND b.status = 'leased')
 	   >= cfg.max_system_blocks THEN
 		RAISE EXCEPTION 'the uidgen servers of system identifier % hold % worker blocks, their limit',
 		                system_identifier, cfg.max_system_blocks
@@ -832,11 +835,16 @@ $$;
 -- lost state does not show is re-asserted (floors as the member knows
 -- them).  Records which database each new worker went to, and under which
 -- lease (grant_leases[i]).  Each row carries the quarantine's end (NULL
--- for none), for the member's registry_status.
+-- for none), for the member's registry_status.  Marks the leases the member
+-- gave back (released_leases: blocks whose workers all went to databases
+-- dropped since) released, as uid_registry_release() does: renewed no
+-- more, their ceilings kept (R10), and no longer counted against
+-- max_system_blocks.
 CREATE FUNCTION uidgen.registry_renew(life uuid, system_identifier text, timeline int, host text, port int,
                                       databases text[], blocks bigint[], floors bigint[],
                                       grant_workers bigint[], grant_databases text[],
-                                      lease_ids uuid[], grant_leases uuid[], ceilings bigint[])
+                                      lease_ids uuid[], grant_leases uuid[], ceilings bigint[],
+                                      released_leases uuid[] DEFAULT NULL)
 RETURNS TABLE (block bigint, lease_ms bigint, lease_id uuid, ceiling_delta bigint, quarantine_until timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -857,6 +865,8 @@ BEGIN
 	state := uidgen.registry_check_state();
 	SELECT * INTO STRICT cfg FROM uidgen.registry_config;
 	PERFORM uidgen.registry_touch_life(life, system_identifier, timeline, host, port, databases);
+	UPDATE uidgen.worker_block w SET status = 'released', released_at = now()
+	 WHERE w.life = registry_renew.life AND w.lease_id = ANY (released_leases) AND w.status = 'leased';
 	lease_length := uidgen.registry_lease_length(life);
 	lease_ms := (extract(epoch FROM lease_length) * 1000)::bigint;
 	quarantine_until := CASE WHEN state.quarantined THEN state.quarantine_until END;
@@ -966,7 +976,7 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_lock_key(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_take_seal() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
-                                                 bigint[], text[], uuid[], uuid[], bigint[]) FROM PUBLIC;
+                                                 bigint[], text[], uuid[], uuid[], bigint[], uuid[]) FROM PUBLIC;
 
 -- src/registry/sql/registry_owner.sql: what the registry's owner runs: rules, release, fleets, moves.
 -- Part of sql/uidgen--1.2.0--2.0.0.sql, which scripts/assemble-sql.pl (make sql)

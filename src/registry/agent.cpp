@@ -178,6 +178,7 @@ forget_blocks()
 
 	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
 	state->nblocks = 0;
+	state->nreleased = 0;
 	state->have_rules = false;
 	state->quarantined = false;
 	LWLockRelease(&state->lock);
@@ -952,6 +953,9 @@ renew(LeaseTable *state)
 	}
 	ngrants = state->ngrants;
 	memcpy(grants, state->grants, sizeof(Grant) * ngrants);
+	int nreleased = state->nreleased;
+	LeaseId released[max_leased_blocks];
+	memcpy(released, state->released, sizeof(LeaseId) * nreleased);
 	LWLockRelease(&state->lock);
 
 	initStringInfo(&blocks);
@@ -983,6 +987,13 @@ renew(LeaseTable *state)
 		nreported++;
 	}
 	int reported_up_to = ngrants;
+	StringInfoData released_leases;
+	initStringInfo(&released_leases);
+	for (int i = 0; i < nreleased; i++)
+	{
+		lease_id_text(released[i], text);
+		appendStringInfo(&released_leases, "%s%s", i > 0 ? "," : "", text);
+	}
 
 	char *blocks_text = psprintf("{%s}", blocks.data);
 	char *floors_text = psprintf("{%s}", floors.data);
@@ -991,16 +1002,17 @@ renew(LeaseTable *state)
 	char *lease_ids_text = psprintf("{%s}", lease_ids.data);
 	char *grant_leases_text = psprintf("{%s}", grant_leases.data);
 	char *ceilings_text = psprintf("{%s}", ceilings.data);
+	char *released_text = psprintf("{%s}", released_leases.data);
 	Identity id = identity_of(state);
 	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases,
 							blocks_text, floors_text, workers_text, databases_text, lease_ids_text,
-							grant_leases_text, ceilings_text};
+							grant_leases_text, ceilings_text, released_text};
 	int64_t sent = monotonic_ms();
 	PGresult *r = call("renewing the leases",
 					   "SELECT block, lease_ms, lease_id, ceiling_delta, "
 					   "(extract(epoch FROM quarantine_until) * 1000000)::bigint "
-					   "FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-					   13, params);
+					   "FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+					   14, params);
 
 	if (r == nullptr)
 		return false;
@@ -1056,6 +1068,14 @@ renew(LeaseTable *state)
 	state->nblocks = kept;
 	for (int i = 0; i < reported_up_to; i++)
 		state->grants[i].reported = true;
+	/* The releases sent are done; any given back since stay for the next renewal. */
+	int left = 0;
+	for (int i = 0; i < state->nreleased; i++)
+	{
+		if (std::find(released, released + nreleased, state->released[i]) == released + nreleased)
+			state->released[left++] = state->released[i];
+	}
+	state->nreleased = left;
 	LWLockRelease(&state->lock);
 	ConditionVariableBroadcast(&state->changed);
 	return true;

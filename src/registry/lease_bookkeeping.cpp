@@ -85,7 +85,7 @@ renewal_due(const LeaseTable *state, int64_t now_mono)
 		if (!state->grants[i].reported)
 			return true;
 	}
-	return false;
+	return state->nreleased > 0;
 }
 
 int64_t
@@ -161,6 +161,9 @@ give_back_emptied_blocks(LeaseTable *state, int64_t now_mono)
 		}
 		state->ngrants = kept;
 		given_back[k] = state->blocks[b].block;
+		/* To be released at the registry; a full list leaves the lease to lapse there. */
+		if (state->nreleased < max_leased_blocks)
+			state->released[state->nreleased++] = lease;
 		for (int j = b + 1; j < state->nblocks; j++)
 			state->blocks[j - 1] = state->blocks[j];
 		state->nblocks--;

@@ -14,7 +14,7 @@
 
 namespace uidgen::pg {
 
-/* Whether a lease is due for renewal, or a grant not yet reported; under the table's lock. */
+/* Whether a lease is due for renewal, or a grant or a release not yet reported; under the table's lock. */
 bool renewal_due(const LeaseTable *state, int64_t now_mono);
 
 /*
@@ -33,10 +33,11 @@ void drop_expired_blocks(LeaseTable *state, int64_t now_mono);
  * Gives back the blocks whose workers all went to databases that were
  * dropped since, while the others suffice (give_back_wanted()): each is
  * forgotten here with its grants, so that nothing of this server issues
- * under it again, and the agent renews it no more.  The registry leases it
- * again once its lease has run out plus max_borrow and the clock bound,
- * above its recorded ceiling (F2), as any lease not renewed.  Logs each
- * block given back.
+ * under it again, and the agent renews it no more; its next renewal marks
+ * it released at the registry (LeaseTable::released), where it then counts
+ * against max_system_blocks no more.  The registry leases it again once its
+ * lease has run out plus max_borrow and the clock bound, above its recorded
+ * ceiling (F2).  Logs each block given back.
  */
 void give_back_emptied_blocks(LeaseTable *state, int64_t now_mono);
 

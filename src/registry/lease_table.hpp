@@ -193,6 +193,13 @@ struct LeaseTable
 	 * earlier state of itself notices (core/counter_witness.hpp).
 	 */
 	CounterWitness counter_witness;
+	/*
+	 * Leases of blocks the agent gave back (lease_bookkeeping.hpp), to be
+	 * marked released at the registry with its next renewal, so that they
+	 * no longer count against max_system_blocks there.
+	 */
+	int nreleased;
+	LeaseId released[max_leased_blocks];
 };
 static_assert(std::is_trivially_destructible_v<LeaseTable>);
 

@@ -93,7 +93,7 @@ $registry->safe_psql('registry', q{
 	CREATE ROLE intruder LOGIN;
 	GRANT EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]),
 		uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], bigint[], text[], uuid[], uuid[],
-		                      bigint[])
+		                      bigint[], uuid[])
 	TO intruder});
 my %intruder_calls = (
 	renew => "SELECT * FROM uidgen.registry_renew('$life', '1', 1, 'intruder', 1, '{}', ARRAY[$member_block]::bigint[],"

@@ -20,7 +20,7 @@ $registry->safe_psql('postgres', 'CREATE DATABASE fake');
 $registry->safe_psql('fake', "CREATE EXTENSION uidgen; SELECT uid_registry_start_fleet(); SELECT uid_registry_configure(lease_ttl => '10s')");
 my $claim_args = 'life uuid, system_identifier text, timeline int, host text, port int, databases text[]';
 my $renew_args = "$claim_args, blocks bigint[], floors bigint[], grant_workers bigint[], grant_databases text[], "
-  . 'lease_ids uuid[], grant_leases uuid[], ceilings bigint[]';
+  . 'lease_ids uuid[], grant_leases uuid[], ceilings bigint[], released_leases uuid[]';
 my $rules_columns = 'time_bits int, worker_bits int, seq_bits int, epoch_ms bigint, unit_ms int, max_borrow_ms bigint, '
   . 'lease_ttl_ms bigint, block_size int, max_clock_skew_ms bigint, clock_ms bigint, counter bigint';
 my $claim_columns = 'block bigint, first_worker bigint, last_worker bigint, floor_delta bigint, lease_ms bigint, '
@@ -32,7 +32,7 @@ $registry->safe_psql('fake', qq{
 	ALTER FUNCTION uidgen.registry_claim($claim_args) RENAME TO real_registry_claim;
 	DO \$\$ BEGIN
 		EXECUTE replace(replace(pg_get_functiondef('uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], '
-		                                             'bigint[], text[], uuid[], uuid[], bigint[])'::regprocedure),
+		                                             'bigint[], text[], uuid[], uuid[], bigint[], uuid[])'::regprocedure),
 		                        'registry_renew.', 'real_registry_renew.'),
 		                'FUNCTION uidgen.registry_renew(', 'FUNCTION uidgen.real_registry_renew(');
 	END \$\$;
@@ -150,7 +150,7 @@ like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'with the r
 
 # ---- uidgen.registry_renew() ----------------------------------------------------
 
-my $real_renew = 'uidgen.real_registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) r';
+my $real_renew = 'uidgen.real_registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) r';
 my $renew_columns = 'block bigint, lease_ms bigint, lease_id uuid, ceiling_delta bigint, quarantine_until timestamptz';
 fake('renew', $renew_columns,
 	"SELECT NULL::bigint, r.lease_ms, r.lease_id, r.ceiling_delta, r.quarantine_until FROM $real_renew");

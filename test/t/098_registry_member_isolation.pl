@@ -30,7 +30,7 @@ $registry->safe_psql('registry', q{
 	GRANT EXECUTE ON FUNCTION uidgen.registry_rules(bigint), uidgen.registry_identity(),
 		uidgen.registry_claim(uuid, text, int, text, int, text[]),
 		uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], bigint[], text[], uuid[],
-		                      uuid[], bigint[])
+		                      uuid[], bigint[], uuid[])
 		TO intruder});
 my $intruder = $registry->connstr('registry') . ' user=intruder';
 
