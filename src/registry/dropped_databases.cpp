@@ -9,6 +9,8 @@
 extern "C" {
 #include "miscadmin.h"
 #include "storage/lwlock.h"
+#include "utils/inval.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 }
 
@@ -62,6 +64,13 @@ mark_dropped_databases(LeaseTable *state)
 	}
 	LWLockRelease(&state->lock);
 
+	/*
+	 * A database created since this backend last read the catalog must not
+	 * look dropped: a cached miss, or a catalog snapshot of a transaction
+	 * under REPEATABLE READ, would mark its live grants (test 083).
+	 */
+	AcceptInvalidationMessages();
+	InvalidateCatalogSnapshot();
 	memcpy(gone, database, sizeof(Oid) * nseen);
 	std::sort(gone, gone + nseen);
 	Oid *end = std::unique(gone, gone + nseen);
