@@ -11,23 +11,58 @@
  * issuer (a grant of a lease to a session or keeper) records the units it
  * issued as a bit mask.  MP-1: no two issuers ever issue the same cell.
  *
+ * Profiles: MEMBER_FAULTS (member clocks, agent restarts, releases, a change
+ * of the registry's rules mid-lease), REGISTRY_FAULTS (lost registry state),
+ * BLOCK_SIZES (two blocks over two workers, a change of the block size).
+ *
  * Mutants (each must fail, model/README.md):
  *   AGENT_FORGETS_BLOCKS, QUARANTINE_NEEDS_BLOCKS, REASSERT_REVIVES_STALE,
- *   MEMBER_CLOCK_CAP, RELEASE_BELOW_CAP, REASSERT_MOVES_OTHER_LIFE
+ *   MEMBER_CLOCK_CAP, RELEASE_BELOW_CAP, REASSERT_MOVES_OTHER_LIFE,
+ *   RULES_LOWER_CEILING, BLOCK_SIZE_CHANGE_WITH_BLOCKS
  * Faults beyond the assumptions (expected counterexamples):
  *   FAULT_UNNOTICED_RESTORE (ASM-1, ASM-5: a memory revert the registry cannot see),
  *   FAULT_REGISTRY_CLOCK_BACK (ASM-3: the registry's clock after lost state
  *   more than S behind the lost state's latest reading)
  */
 
+#ifdef MEMBER_FAULTS
+#define RULE_CHANGES
+#endif
+#ifdef RULE_CHANGES
+/* uid_registry_configure() changes the rules at any time, leases in flight
+ * included: rules 0 are a TTL of 2, max_borrow 1 and S 1; rules 1 a TTL of
+ * 1, max_borrow 0 and S 0, each shorter */
+byte rules;
+byte rchanges = 1;	/* from rules 0 to rules 1: a change that shortens */
+#define TTL   (rules == 0 -> 2 : 1)
+#define BR    (rules == 0 -> 1 : 0)
+#define S     (rules == 0 -> 1 : 0)
+#else
 #define TTL   2		/* lease length (the TTL) */
 #define BR    1		/* max_borrow */
 #define S     1		/* the clock bound, max_clock_skew */
+#endif
 #define HB    (TTL + BR + S)	/* registry_holder_bound() */
 #ifndef RMAX
 #define RMAX  7		/* true time runs 1 .. RMAX */
 #endif
+#ifdef BLOCK_SIZES
+/* two blocks over two workers: block b (from 0) has the workers
+ * b * size + 1 .. (b + 1) * size that exist, fixed in its row when the row
+ * is made (registry_claim()); the block size is 1 or 2 */
+#define NB    2
+#define NW    2
+byte bsize = 2;
+byte bchanges = 1;
+byte row_first[NB]; byte row_last[NB];
+#ifdef BLOCK_SIZE_CHANGE_WITH_BLOCKS
+#define NO_BLOCK_ROWS	true
+#else
+#define NO_BLOCK_ROWS	(row_life[0] == 0 && row_life[1] == 0)
+#endif
+#else
 #define NB    1		/* blocks: a block is one worker */
+#endif
 #define NS    2		/* member servers */
 #define NI    2		/* issuers (grants) over the whole run: a duplicate takes two */
 #define UMAX  14	/* no unit reaches it */
@@ -66,12 +101,22 @@ bool p_forged;
 
 /* issuers: a grant of a lease's worker, with its reservation */
 bool i_on[NI]; byte i_srv[NI]; byte i_life[NI]; byte i_b[NI]; byte i_lid[NI];
+#ifdef BLOCK_SIZES
+byte i_w[NI];		/* its worker, one of its block's */
+#define I_W(t)	i_w[t]
+#else
+#define I_W(t)	i_b[t]
+#endif
 byte i_first[NI];	/* first unit issued, 0: none yet */
 byte i_last[NI];	/* last unit issued: every unit from first to last */
 byte nissuers;
 
 /* bounds on faults and operator actions */
+#ifdef BLOCK_SIZES
+byte faults = 0;	/* the block size's rule needs none */
+#else
 byte faults = 2;	/* lost-state events, crashes, restarts, clock steps */
+#endif
 byte dups = 1;
 byte backups = 1;
 byte forges = 1;
@@ -131,14 +176,49 @@ inline cap_of(i, c, ok) {
 		c = lt_ceil[k];
 		if :: MEMCLK(i_srv[i]) + BR < c -> c = MEMCLK(i_srv[i]) + BR :: else -> skip fi
 #endif
+		/* a clock before time 0 (R 1, two behind, no borrowing) issues
+		 * nothing yet: c stays a byte */
+		; if :: MEMCLK(i_srv[i]) + BR < 0 -> c = 0 :: else -> skip fi
 	:: else -> skip
 	fi
 }
 
 byte b, k, j, u, lo, hi, c, t;
 bool ok;
+
+/* State nothing reads again back to 0 after each step, so that states that
+ * differ only there are one: a renewal's fields once it is no longer in
+ * flight, a lease's once the member dropped it, an issuer's once it can
+ * issue no more (its lease is gone from its server's table, and lease IDs
+ * never come back; only its block and the units it issued still count). */
+inline tidy() {
+	t = 0;
+	do
+	:: t < NI ->
+#ifndef AGENT_FORGETS_BLOCKS
+		k = LT(i_srv[t], i_b[t]);
+		if
+		:: i_on[t] && !(lt_has[k] && lt_lid[k] == i_lid[t] && life[i_srv[t]] == i_life[t]) -> i_on[t] = false
+		:: else -> skip
+		fi;
+#endif
+		if :: !i_on[t] -> i_srv[t] = 0; i_life[t] = 0; i_lid[t] = 0 :: else -> skip fi;
+		t++
+	:: else -> break
+	od;
+	k = 0;
+	do
+	:: k < NS * NB -> if :: !lt_has[k] -> lt_lid[k] = 0; lt_floor[k] = 0; lt_ceil[k] = 0 :: else -> skip fi; k++
+	:: else -> break
+	od;
+	if
+	:: !pend -> p_srv = 0; p_life = 0; p_b = 0; p_lid = 0; p_floor = 0; p_ceil = 0; p_forged = false
+	:: else -> skip
+	fi
+}
+
 /* temporaries back to 0 after each step, so that they add no states */
-#define CLR	j = 0; b = 0; k = 0; u = 0; lo = 0; hi = 0; c = 0; t = 0; ok = false
+#define CLR	tidy(); j = 0; b = 0; k = 0; u = 0; lo = 0; hi = 0; c = 0; t = 0; ok = false
 
 active proctype world()
 {
@@ -159,6 +239,18 @@ active proctype world()
 	/* the registry's clock steps back within the bound, or forward */
 	:: atomic { faults > 0 && roff == 0 -> faults--;
 		if :: roff = -S :: roff = 1 fi }
+
+#endif
+#ifdef RULE_CHANGES
+	/* uid_registry_configure() of the TTL, max_borrow and clock bound, at
+	 * any time: claims and renewals use the rules in force when they run */
+	:: atomic { rchanges > 0 -> rchanges--; rules = 1 - rules }
+
+#endif
+#ifdef BLOCK_SIZES
+	/* uid_registry_configure(block_size => ...): only while the registry
+	 * has no block row, leased or imported */
+	:: atomic { bchanges > 0 && NO_BLOCK_ROWS -> bchanges--; bsize = 3 - bsize }
 
 #endif
 	/* claim: registry_claim(), committed, reply maybe lost */
@@ -182,7 +274,17 @@ active proctype world()
 			:: k < NB && row_life[k] != 0 -> k++
 			:: k >= NB -> break
 			od;
-			lo = REGCLK	/* a block never used: at the registry's clock */
+			lo = REGCLK;	/* a block never used: at the registry's clock */
+#ifdef BLOCK_SIZES
+			/* its workers follow from the block size, in its row */
+			if
+			:: b < NB && b * bsize + 1 <= NW ->
+				row_first[b] = b * bsize + 1;
+				if :: (b + 1) * bsize < NW -> row_last[b] = (b + 1) * bsize :: else -> row_last[b] = NW fi
+			:: else -> b = NB	/* no block left: its first worker is beyond the layout */
+			fi;
+#endif
+			skip
 		:: else -> max2(row_ceil[b], REGCLK, lo)
 		fi;
 		if
@@ -253,8 +355,16 @@ active proctype world()
 		hi = REGCLK + TTL + BR;
 		if
 		:: row_life[b] == p_life && row_lid[b] == p_lid && !row_rel[b] ->
+#ifdef RULES_LOWER_CEILING
+			/* the ceiling and reusable_after of the rules in force, even
+			 * below those recorded under longer ones */
+			row_ceil[b] = hi; row_reuse[b] = REGCLK + TTL + BR + S;
+#else
+			/* recorded ceilings and reusable_after only rise, whatever
+			 * the rules are now (R1, R3) */
 			max2(row_ceil[b], hi, row_ceil[b]);
 			max2(row_reuse[b], REGCLK + TTL + BR + S, row_reuse[b]);
+#endif
 			ok = true
 		:: else ->
 			if
@@ -332,6 +442,10 @@ renewed:
 		:: t >= nissuers ->	/* one grant of the worker per lease */
 			t = nissuers; nissuers++;
 			i_on[t] = true; i_srv[t] = j; i_life[t] = life[j]; i_b[t] = b; i_lid[t] = lt_lid[k];
+#ifdef BLOCK_SIZES
+			/* one of the lease's workers (the claim's reply names them) */
+			select(u : row_first[b] .. row_last[b]); i_w[t] = u;
+#endif
 			i_first[t] = 0; i_last[t] = lt_floor[k]
 		:: else -> skip
 		fi
@@ -354,7 +468,7 @@ renewed:
 				do
 				:: j < NI ->
 					/* MP-1: [last + 1, c] meets no other issuer's units of the block */
-					assert(j == t || i_b[j] != i_b[t] || i_first[j] == 0 ||
+					assert(j == t || I_W(j) != I_W(t) || i_first[j] == 0 ||
 					       c < i_first[j] || i_last[t] + 1 > i_last[j]);
 					j++
 				:: else -> break
@@ -434,7 +548,8 @@ renewed:
 	:: atomic { faults > 0 && regid == 1 -> faults--;
 		regid = 2; created = REGCLK; fleet = false; quar = 0;
 		pend = false;	/* their connections broke */
-		for (k : 0 .. NB - 1) { row_life[k] = 0; row_ceil[k] = 0; row_reuse[k] = 0; row_rel[k] = false } }
+		for (k : 0 .. NB - 1) { row_life[k] = 0; row_lid[k] = 0; row_ceil[k] = 0; row_reuse[k] = 0; row_rel[k] = false }
+		CLR }
 #endif
 	od
 }

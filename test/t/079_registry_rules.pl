@@ -30,8 +30,22 @@ is($registry->safe_psql('registry', 'SELECT lease_ttl FROM uidgen.registry_confi
 $err = psql_error($registry, 'registry', "SELECT uid_registry_configure(max_borrow => '0', max_clock_skew => '1 s', lease_ttl => '2 s')");
 like($err, qr/ERROR:  22023: .*smallest lease_ttl that works with these rules is 00:00:02\.4\d*\./s,
 	'with max_borrow 0 and a clock bound of 1 s, 2 s is refused and about 2.4 s named');
-# A change of another rule is checked against the TTL that stands.
+# The TTL shortened from 30 s to 2 s while a lease of 30 s is held: the
+# renewal under the new rules, which ends the lease sooner, lowers neither
+# the ceiling nor reusable_after the registry recorded for the block under
+# the old ones (leases.pml, RULES_LOWER_CEILING).
+$registry->safe_psql('registry',
+	q{CREATE TABLE rules_before AS SELECT block, lease_expires_at, ceiling_delta, reusable_after FROM uidgen.worker_block});
 $registry->safe_psql('registry', "SELECT uid_registry_configure(lease_ttl => '2 s')");
+$registry->poll_query_until('registry', q{
+	SELECT count(*) > 0 FROM rules_before b JOIN uidgen.worker_block w USING (block)
+	 WHERE w.lease_expires_at < b.lease_expires_at})
+  or die 'no lease was renewed under the shorter TTL';
+is($registry->safe_psql('registry', q{
+	SELECT count(*) FROM rules_before b JOIN uidgen.worker_block w USING (block)
+	 WHERE w.ceiling_delta < b.ceiling_delta OR w.reusable_after < b.reusable_after}),
+	'0', 'a lease renewed under a shorter TTL keeps the ceiling and reusable_after recorded under the longer one');
+# A change of another rule is checked against the TTL that stands.
 $err = psql_error($registry, 'registry', "SELECT uid_registry_configure(max_borrow => '0')");
 like($err, qr/ERROR:  22023: lease_ttl 00:00:02 is too short/, 'so is a max_borrow that the standing TTL cannot keep up with');
 is($registry->safe_psql('registry', 'SELECT max_borrow FROM uidgen.registry_config'), '00:00:10',
