@@ -76,6 +76,17 @@ RUNS+=(
 	"liveness.pml|-DRENEW_AFTER_LAPSE|fail|-a"
 )
 
+# Copies of the registry (model/copies.pml): one PostgreSQL tells apart (a
+# new identity) and one it cannot (the counter witness); two lives to RMAX 7,
+# and a third (a crash) to RMAX 5.
+RUNS+=(
+	"copies.pml||pass"
+	"copies.pml|-DRMAX=5 -DCRASHES=1|pass"
+	"copies.pml|-DCOPY_KEEPS_IDENTITY|fail"
+	"copies.pml|-DNO_COUNTER_WITNESS|fail"
+	"copies.pml|-DFAULT_UNSEEN_REVERT|fail"
+)
+
 # check_one N RUN: one run in its own directory; writes its line and verdict
 check_one() {
 	local n=$1 model defines expected panflags ccflags dir start got states errors ds kind safety=-DSAFETY opt=-O2
