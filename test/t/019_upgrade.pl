@@ -157,9 +157,16 @@ for my $version (@released)
 		"$version: and the registry quarantines");
 	cmp_ok($node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(NULL)'), '>', $seen,
 		"$version: with its counter moved above");
-	like(psql_error($node, $db, 'SELECT counter FROM uidgen.registry_rules(4611686018427387904)'),
-		qr/ERROR:  22023: uidgen registry counter 4611686018427387904 is out of range/,
-		"$version: a counter no registry reaches is refused");
+	like(psql_error($node, $db, 'SELECT counter FROM uidgen.registry_rules(-1)'),
+		qr/ERROR:  22023: uidgen registry counter -1 is out of range/, "$version: a negative counter is refused");
+	# A counter past any registry's is no witness: ignored, so that a forged one just below it
+	# cannot move the counter to where members' own counters would be refused.
+	my $before = $node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(NULL)');
+	cmp_ok($node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(4611686018427387904)'), '<', $before + 10,
+		"$version: a counter no registry reaches is ignored");
+	$node->safe_psql($db, 'SELECT uidgen.registry_rules(4611686018427387903)');
+	like($node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(4611686018427387904)'), qr/^\d+$/,
+		"$version: a member's counter past a forged one just below 2^62 is still answered");
 }
 
 # A 1.1 installation that lost its reservation refuses to issue rather than issue unreserved IDs.

@@ -70,11 +70,18 @@ BEGIN
 		RAISE EXCEPTION 'the uidgen registry database "%" is on a standby', current_database()
 			USING ERRCODE = 'read_only_sql_transaction';
 	END IF;
-	-- No counter gets near the sequence's end (2^62 at a million calls a
-	-- second is 146,000 years): one that does would make every call fail.
-	IF counter_seen < 0 OR counter_seen >= 4611686018427387904 THEN
+	IF counter_seen < 0 THEN
 		RAISE EXCEPTION 'uidgen registry counter % is out of range', counter_seen
 			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- No registry's counter gets near 2^62 (146,000 years at a million calls
+	-- a second): a member role that sends one is no witness, and it is not
+	-- followed, so that the counter stays where members' counters are
+	-- taken.  Refusing it would fail every member once a forged value just
+	-- below had moved the counter there.
+	IF counter_seen >= 4611686018427387904 THEN
+		RAISE LOG 'uidgen registry counter % sent by a member is past any registry''s, and ignored', counter_seen;
+		counter_seen := NULL;
 	END IF;
 	counter := nextval('uidgen.registry_counter');
 	IF counter <= counter_seen THEN
