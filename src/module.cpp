@@ -11,6 +11,7 @@
 #include "registry/agent.hpp"
 #include "registry/dropped_databases.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/registry_pin.hpp"
 #include "server/shared_state.hpp"
 
 extern "C" {
@@ -281,6 +282,7 @@ uidgen_xact_callback(XactEvent event, void *)
 	uidgen::pg::backend_at_xact_event(event);
 	uidgen::pg::horizon_at_xact_event(event);
 	uidgen::pg::dropped_databases_at_xact_event(event);
+	uidgen::pg::lost_move_at_xact_event(event);
 }
 
 static void

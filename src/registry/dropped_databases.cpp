@@ -1,21 +1,14 @@
 /*
  * dropped_databases.cpp
- *	  Marking the grants of dropped databases.
+ *	  Marking the grants of a dropped database as the drop commits.
  */
 #include "registry/dropped_databases.hpp"
 
 #include "pg/xact_events.hpp"
 
 extern "C" {
-#include "miscadmin.h"
 #include "storage/lwlock.h"
-#include "utils/inval.h"
-#include "utils/snapmgr.h"
-#include "utils/syscache.h"
 }
-
-#include <algorithm>
-#include <cstring>
 
 namespace uidgen::pg {
 
@@ -32,71 +25,6 @@ Oid dropping = InvalidOid;
 uint64 dropping_stamps = 0;
 
 } // namespace
-
-/*
- * Marks the grants of databases that were dropped.  Which databases exist
- * is looked up without the table's lock (a catalog lookup may raise an
- * error); a grant is marked only if it still went to the same database by
- * the same stamp, so that one given since to a database of the same OID
- * is not.
- */
-void
-mark_dropped_databases(LeaseTable *state)
-{
-	/* palloc'd, not std::vector: a catalog lookup may raise an error through this frame. */
-	int *index = static_cast<int *>(palloc(sizeof(int) * max_grants));
-	uint64 *stamp = static_cast<uint64 *>(palloc(sizeof(uint64) * max_grants));
-	Oid *database = static_cast<Oid *>(palloc(sizeof(Oid) * max_grants));
-	Oid *gone = static_cast<Oid *>(palloc(sizeof(Oid) * max_grants));
-	int nseen = 0;
-	int ngone = 0;
-
-	LWLockAcquire(&state->lock, LW_SHARED);
-	for (int i = 0; i < state->ngrants; i++)
-	{
-		const Grant &g = state->grants[i];
-
-		if (g.dropped || g.database == MyDatabaseId)
-			continue;
-		index[nseen] = i;
-		stamp[nseen] = g.stamp;
-		database[nseen++] = g.database;
-	}
-	LWLockRelease(&state->lock);
-
-	/*
-	 * A database created since this backend last read the catalog must not
-	 * look dropped: a cached miss, or a catalog snapshot of a transaction
-	 * under REPEATABLE READ, would mark its live grants (test 083).
-	 */
-	AcceptInvalidationMessages();
-	InvalidateCatalogSnapshot();
-	memcpy(gone, database, sizeof(Oid) * nseen);
-	std::sort(gone, gone + nseen);
-	Oid *end = std::unique(gone, gone + nseen);
-	for (Oid *d = gone; d < end; d++)
-	{
-		if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(*d)))
-			gone[ngone++] = *d;
-	}
-
-	if (ngone > 0)
-	{
-		LWLockAcquire(&state->lock, LW_EXCLUSIVE);
-		for (int k = 0; k < nseen; k++)
-		{
-			Grant &g = state->grants[index[k]];
-
-			if (g.stamp == stamp[k] && g.database == database[k] && std::binary_search(gone, gone + ngone, database[k]))
-				g.dropped = true;
-		}
-		LWLockRelease(&state->lock);
-	}
-	pfree(index);
-	pfree(stamp);
-	pfree(database);
-	pfree(gone);
-}
 
 void
 database_drop_begins(Oid database)

@@ -6,10 +6,13 @@
  *	  (lease_bookkeeping.hpp).
  *
  * A DROP DATABASE marks the grants of its database when it commits, in the
- * backend that ran it; a backend that takes a worker also looks up every
- * granted database in the catalog, for drops this server did not see (a
- * drop that failed after its commit, say).  Either way a grant is marked
- * only if it still went to the same database under the same stamp.
+ * backend that ran it: the object-access hook notes the drop, the commit
+ * callback marks.  Every backend of a server with a lease table has both
+ * (uidgen is preloaded), and a server that crashes between the commit and
+ * the mark starts a new life with a new table, so no drop goes unmarked.
+ * Only grants given before the drop began are marked: a new database of the
+ * same OID is never taken for the dropped one.  No catalog is read, so no
+ * stale view of pg_database can take a live database for a dropped one.
  */
 #pragma once
 
@@ -22,9 +25,6 @@ extern "C" {
 }
 
 namespace uidgen::pg {
-
-/* Marks the grants of databases that pg_database no longer has; not under the table's lock. */
-void mark_dropped_databases(LeaseTable *state);
 
 /* From the object-access hook: a DROP DATABASE of database begins in this transaction. */
 void database_drop_begins(Oid database);

@@ -15,28 +15,27 @@ namespace uidgen::pg {
 
 namespace {
 
-/*
- * The blocks to give back now (their indexes, in order, into out; returns
- * how many): each block that granted workers, all of them to databases
- * dropped since (a block that granted none yet is the reserve), while the
- * blocks kept leave enough spare (give_back_wanted()).  One pass over the
- * grants; under the table's lock.
- */
-int
-blocks_to_give_back(const LeaseTable *state, int64_t now_mono, int out[max_leased_blocks])
+/* What one block holds for the next databases, and whether any live database holds its workers. */
+struct BlockTally
 {
-	bool granted[max_leased_blocks] = {};
-	bool live[max_leased_blocks] = {};
-	int64_t spare[max_leased_blocks] = {};
+	int64_t spare;		/* workers not granted yet, and those of dropped databases that may go to another */
+	bool granted;		/* it granted a worker */
+	bool live;			/* one of its workers went to a database not dropped */
+};
+
+/* Each block's tally, into tally; returns the spare workers of them all.  Under the table's lock. */
+int64_t
+tally_blocks(const LeaseTable *state, int64_t now_mono, BlockTally tally[max_leased_blocks])
+{
 	int64_t total = 0;
-	int n = 0;
 
 	for (int b = 0; b < state->nblocks; b++)
 	{
 		const LeasedBlock &block = state->blocks[b];
 
+		tally[b] = BlockTally{0, false, false};
 		if (counts_as_spare(block.deadline_mono_ms - now_mono, block.lease_ms))
-			spare[b] = block.last_worker - block.next_worker + 1;
+			tally[b].spare = block.last_worker - block.next_worker + 1;
 	}
 	for (int i = 0; i < state->ngrants; i++)
 	{
@@ -46,23 +45,41 @@ blocks_to_give_back(const LeaseTable *state, int64_t now_mono, int out[max_lease
 		{
 			if (g.lease_id != state->blocks[b].lease_id)
 				continue;
-			granted[b] = true;
-			live[b] = live[b] || !g.dropped;
+			tally[b].granted = true;
+			tally[b].live = tally[b].live || !g.dropped;
 			if (grant_reusable(state, i, now_mono, 0))
-				spare[b]++;
+				tally[b].spare++;
 			break;
 		}
 	}
 	for (int b = 0; b < state->nblocks; b++)
-		total += spare[b];
+		total += tally[b].spare;
+	return total;
+}
+
+/*
+ * The blocks to give back now (their indexes, in order, into out; returns
+ * how many): each block that granted workers, all of them to databases
+ * dropped since (a block that granted none yet is the reserve), while the
+ * blocks kept leave enough spare (give_back_wanted()).  Under the table's
+ * lock.
+ */
+int
+blocks_to_give_back(const LeaseTable *state, int64_t now_mono, int out[max_leased_blocks])
+{
+	BlockTally tally[max_leased_blocks];
+	int64_t spare = tally_blocks(state, now_mono, tally);
 	int blocks = state->nblocks;
+	int n = 0;
+
 	for (int b = 0; b < state->nblocks; b++)
 	{
-		if (!granted[b] || live[b] ||
-			!give_back_wanted(blocks, max_leased_blocks, state->waiting, total - spare[b], state->rules.block_size))
+		if (!tally[b].granted || tally[b].live ||
+			!give_back_wanted(blocks, max_leased_blocks, state->waiting, spare - tally[b].spare,
+							  state->rules.block_size))
 			continue;
 		out[n++] = b;
-		total -= spare[b];
+		spare -= tally[b].spare;
 		blocks--;
 	}
 	return n;
@@ -91,21 +108,9 @@ renewal_due(const LeaseTable *state, int64_t now_mono)
 int64_t
 spare_workers(const LeaseTable *state, int64_t now_mono)
 {
-	int64_t spare = 0;
+	BlockTally tally[max_leased_blocks];
 
-	for (int i = 0; i < state->nblocks; i++)
-	{
-		const LeasedBlock &b = state->blocks[i];
-
-		if (counts_as_spare(b.deadline_mono_ms - now_mono, b.lease_ms))
-			spare += b.last_worker - b.next_worker + 1;
-	}
-	for (int i = 0; i < state->ngrants; i++)
-	{
-		if (grant_reusable(state, i, now_mono, 0))
-			spare++;
-	}
-	return spare;
+	return tally_blocks(state, now_mono, tally);
 }
 
 bool

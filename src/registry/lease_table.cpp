@@ -5,8 +5,6 @@
  */
 #include "registry/lease_table.hpp"
 
-#include "registry/dropped_databases.hpp"
-
 #include "pg/guard.hpp"
 #include "pg/pg_clock.hpp"
 
@@ -397,7 +395,6 @@ take_granted_worker(Oid database, const char *database_name, int timeout_ms)
 {
 	LeaseTable *state = lease_table();
 
-	mark_dropped_databases(state);
 	std::optional<GrantedWorker> taken = try_take(state, database, database_name);
 	GrantedWorker worker = taken ? *taken : take_waiting(state, database, database_name, monotonic_ms() + timeout_ms);
 

@@ -91,11 +91,12 @@ static_assert(std::is_trivially_destructible_v<LeasedBlock>);
 
 /*
  * A worker of this server life's blocks, the lease it came from, and the
- * database it went to.  Once that database is dropped (dropped: pg_database
- * no longer has it, and DROP DATABASE waited for every process connected to
- * it, each of which noted its last unit at exit), the worker goes to the next
- * database that finds no fresh worker, above issued_until and the lease's
- * floor, under the same lease (take_granted_worker()).
+ * database it went to.  Once that database is dropped (dropped: marked as the
+ * DROP DATABASE commits, dropped_databases.hpp; the drop waited for every
+ * process connected to it, each of which noted its last unit at exit), the
+ * worker goes to the next database that finds no fresh worker, above
+ * issued_until and the lease's floor, under the same lease
+ * (take_granted_worker()).
  */
 struct Grant
 {

@@ -6,6 +6,7 @@
 #include "registry/registry_pin.hpp"
 
 #include "pg/pg_clock.hpp"
+#include "pg/xact_events.hpp"
 #include "registry/lease_table.hpp"
 
 extern "C" {
@@ -72,17 +73,31 @@ seen_registry(pg_uuid_t *seen, Predecessors *predecessors)
 	return any;
 }
 
+namespace {
+
+/* Whether this backend's transaction began a lost move, which its end ends. */
+bool lost_move_begun = false;
+
+} // namespace
+
 void
 begin_lost_move()
 {
+	if (lost_move_begun)
+		return;
+	lost_move_begun = true;
 	lease_table()->lost_moves.fetch_add(1);
 	wake_agent();
 }
 
 void
-end_lost_move()
+lost_move_at_xact_event(XactEvent event)
 {
-	lease_table()->lost_moves.fetch_sub(1);
+	if (lost_move_begun && ends_transaction(event))
+	{
+		lost_move_begun = false;
+		lease_table()->lost_moves.fetch_sub(1);
+	}
 }
 
 bool

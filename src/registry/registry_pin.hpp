@@ -16,6 +16,7 @@
 extern "C" {
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "utils/uuid.h"
 }
 
@@ -56,7 +57,7 @@ bool seen_registry(pg_uuid_t *seen, Predecessors *predecessors);
  * so that one call's end does not end another's.
  */
 void begin_lost_move();
-void end_lost_move();
+void lost_move_at_xact_event(XactEvent event);
 bool lost_move_wanted();
 
 /* The agent: whether a backend waits for the identity to be read afresh. */

@@ -17,7 +17,6 @@
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
-#include "pg/xact_events.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_pin.hpp"
 #include "workers/leased_claim.hpp"
@@ -44,36 +43,6 @@ constexpr int agent_wait_ms = 10000;
  * database "d") joined, to registry to, which did not import it: to's
  * leases could overlap those from's members still hold (INV-20).
  */
-/* Whether this backend's transaction began a lost move, which its end ends. */
-bool lost_move_begun = false;
-
-void
-end_lost_move_at_end(XactEvent event, void *)
-{
-	if (lost_move_begun && ends_transaction(event))
-	{
-		lost_move_begun = false;
-		end_lost_move();
-	}
-}
-
-void
-begin_lost_move_here()
-{
-	static bool callback_registered = false;
-
-	if (!callback_registered)
-	{
-		RegisterXactCallback(end_lost_move_at_end, nullptr);
-		callback_registered = true;
-	}
-	if (!lost_move_begun)
-	{
-		lost_move_begun = true;
-		begin_lost_move();
-	}
-}
-
 [[noreturn]] void
 refuse_unimported(const pg_uuid_t &from, const pg_uuid_t &to, const char *what)
 {
@@ -119,7 +88,7 @@ UIDGEN_FUNCTION(uid_registry_move)
 	 * commits, fails or is cancelled in the waits below.
 	 */
 	if (old_registry_lost)
-		begin_lost_move_here();
+		begin_lost_move();
 	/*
 	 * The identity the registry has now, read by the agent in an attempt
 	 * begun after this call.  An attempt that finds the connection to the

@@ -27,7 +27,7 @@ our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
 	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node
-	clock_offset wait_for_clock_past start_gated_writer start_recording_writer start_timed_writer doc_sql_blocks replace_registry_with_backup
+	clock_offset wait_for_clock_past start_gated_writer start_recording_writer recorded_failures start_timed_writer first_lease_after doc_sql_blocks replace_registry_with_backup
 	partman_days_query partman_partitions partman_default_rows partman_new_rows partman_days partman_day_offset);
 
 # A started node with uidgen created in database postgres.  Extra lines go
@@ -187,6 +187,25 @@ sub start_recording_writer
 				PERFORM pg_sleep(0.01);
 			END LOOP;
 		END \$\$}, until => "SELECT count(*) > 0 FROM ids WHERE source = '$source'");
+}
+
+# The failures start_recording_writer wrote down in node's table failures,
+# one a line ('' for none).
+sub recorded_failures
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		q{SELECT coalesce(string_agg(format('%s %s: %s %s', at, source, sqlstate, message), E'\n'), '') FROM failures});
+}
+
+# How many seconds after until (a timestamptz) registry_node's registry
+# leased member_node its first block (to a tenth, negative when before).
+sub first_lease_after
+{
+	my ($registry_node, $member_node, $until) = @_;
+	return $registry_node->safe_psql('registry',
+		"SELECT extract(epoch FROM min(claimed_at) - '$until'::timestamptz)::numeric(8,1) FROM uidgen.worker_block b "
+		  . 'JOIN uidgen.server_life l USING (life) WHERE l.port = ' . $member_node->port);
 }
 
 # start_sql_loop of a session that inserts 200 IDs a statement into table

@@ -53,20 +53,7 @@ is($registry->safe_psql('registry', "SELECT count(*) FROM uidgen.worker_block WH
 # m2 asks at once, and both write for 8 s, going on past errors.
 my $m2 = new_member_node('m2', $registry, conf => \@borrow);
 $m2->safe_psql('postgres', 'CREATE TABLE ids (id bigint)');
-my $loop = q{
-	DO $$ DECLARE t0 timestamptz := clock_timestamp();
-	BEGIN
-		WHILE clock_timestamp() < t0 + interval '8 s' LOOP
-			BEGIN
-				INSERT INTO ids SELECT uid_next() FROM generate_series(1, 100);
-			EXCEPTION WHEN OTHERS THEN
-				PERFORM pg_sleep(0.05);
-			END;
-			COMMIT;
-			PERFORM pg_sleep(0.005);
-		END LOOP;
-	END $$};
-my @writers = (start_sql_loop($m1, $loop), start_sql_loop($m2, $loop));
+my @writers = (start_timed_writer($m1, 8), start_timed_writer($m2, 8));
 finish_sql_loops(@writers);
 ok($registry->safe_psql('registry', 'SELECT quarantine_until IS NOT NULL FROM uidgen.registry_state') eq 't',
 	'the restored registry quarantined itself: it may have lost leases');

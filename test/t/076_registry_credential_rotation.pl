@@ -94,8 +94,7 @@ sub status_text
 sub failures
 {
 	my ($role) = @_;
-	return $members{$role}->safe_psql('postgres',
-		q{SELECT coalesce(string_agg(format('%s %s: %s %s', at, source, sqlstate, message), E'\n'), '') FROM failures});
+	return recorded_failures($members{$role});
 }
 
 sub registry_now

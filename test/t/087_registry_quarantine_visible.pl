@@ -82,9 +82,7 @@ ok(poll_for($member, 60, 'SELECT bool_and(quarantine_until IS NULL) FROM uidgen.
 is($registry->safe_psql('registry', 'SELECT uid_registry_quarantine_until() IS NULL'), 't',
 	'nor does the registry');
 wait_for_registry($late);
-my $late_wait = $registry->safe_psql('registry',
-	"SELECT extract(epoch FROM min(claimed_at) - '$until'::timestamptz)::numeric(8,1) FROM uidgen.worker_block b "
-	  . 'JOIN uidgen.server_life l USING (life) WHERE l.port = ' . $late->port);
+my $late_wait = first_lease_after($registry, $late, $until);
 # Its agent, refused all along, retries at most every 5 s (retry_max_ms: no session waits for
 # a worker), so its first lease comes within 5 s of the end and one round, a second here.
 cmp_ok($late_wait, '<', 6, "the late member leases a block within 5 s and a round of the end ($late_wait s)");
@@ -93,9 +91,7 @@ my $late_ids = $late->safe_psql('postgres', 'SELECT uid_next() FROM generate_ser
 
 $member->safe_psql('postgres', 'INSERT INTO stop VALUES (true)');
 finish_sql_loops(@loops);
-my $failed = $member->safe_psql('postgres',
-	q{SELECT coalesce(string_agg(format('%s %s: %s %s', at, source, sqlstate, message), E'\n'), '') FROM failures});
-is($failed, '', 'no statement of the member failed across the restart and the quarantine');
+is(recorded_failures($member), '', 'no statement of the member failed across the restart and the quarantine');
 note('a registry restart: 0 failed statements on a member that holds leases');
 is(held_blocks($member), $blocks, 'the member holds the blocks it held before the restart');
 is(duplicate_ids($member->safe_psql('postgres', 'SELECT id FROM ids'), $late_ids), 0, 'no ID was issued twice');

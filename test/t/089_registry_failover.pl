@@ -73,9 +73,7 @@ is($standby->safe_psql('registry', 'SELECT registry_id FROM uidgen.registry_iden
 $late->append_conf('postgresql.conf', "uidgen.registry = '$both'\n");
 $late->reload;
 wait_for_registry($late);
-my $late_wait = $standby->safe_psql('registry',
-	"SELECT extract(epoch FROM min(claimed_at) - '$until'::timestamptz)::numeric(8,1) FROM uidgen.worker_block b "
-	  . 'JOIN uidgen.server_life l USING (life) WHERE l.port = ' . $late->port);
+my $late_wait = first_lease_after($standby, $late, $until);
 cmp_ok($late_wait, '>=', 0, "a member that joined in the quarantine leased its first block after its end");
 # Refused all along, its agent retries at most every 5 s: within 5 s and a round.
 cmp_ok($late_wait, '<', 6, "within 5 s and a round of it ($late_wait s)");
@@ -86,9 +84,7 @@ my $before = $member->safe_psql('postgres', 'SELECT count(*) FROM ids');
 $member->poll_query_until('postgres', "SELECT count(*) > $before FROM ids") or die 'the member stopped issuing';
 $member->safe_psql('postgres', 'INSERT INTO stop VALUES (true)');
 finish_sql_loops(@loops);
-my $failed = $member->safe_psql('postgres',
-	q{SELECT coalesce(string_agg(format('%s %s: %s %s', at, source, sqlstate, message), E'\n'), '') FROM failures});
-is($failed, '', 'no statement of the member failed across the failover and the quarantine');
+is(recorded_failures($member), '', 'no statement of the member failed across the failover and the quarantine');
 note('a registry failover: 0 failed statements on a member that holds leases');
 is(held_blocks($member), $blocks, 'the member holds the blocks it held before the failover');
 is(duplicate_ids($member->safe_psql('postgres', 'SELECT id FROM ids'), $late_ids), 0, 'no ID was issued twice');
