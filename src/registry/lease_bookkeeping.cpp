@@ -11,6 +11,8 @@ extern "C" {
 #include "storage/lwlock.h"
 }
 
+#include <type_traits>
+
 namespace uidgen::pg {
 
 namespace {
@@ -22,6 +24,7 @@ struct BlockTally
 	bool granted;		/* it granted a worker */
 	bool live;			/* one of its workers went to a database not dropped */
 };
+static_assert(std::is_trivially_destructible_v<BlockTally>);
 
 /* Each block's tally, into tally; returns the spare workers of them all.  Under the table's lock. */
 int64_t
