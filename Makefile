@@ -69,6 +69,12 @@ override PG_CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-register -fno-strict-alias
 # make WERROR=1 (what make test does) turns every warning into an error.
 WARNINGS_AS_ERRORS = $(if $(WERROR),-Werror)
 override PG_CXXFLAGS += $(WARNINGS_AS_ERRORS)
+# make MEMBER_PROTOCOL=2: a test build whose member speaks protocol version
+# 2 (src/registry/protocol.hpp), which test/t/100_registry_protocol_versions.pl
+# runs against registries of versions 1 to 3.
+ifdef MEMBER_PROTOCOL
+override PG_CPPFLAGS += -DUIDGEN_MEMBER_PROTOCOL=$(MEMBER_PROTOCOL)
+endif
 SHLIB_LINK += -lstdc++ -pthread
 # The registry agent (src/registry/agent.cpp) reaches the registry with
 # libpq, as dblink and postgres_fdw do.

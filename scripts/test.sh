@@ -139,6 +139,28 @@ job_check() {	# job_check COUNTS COMMAND
 
 job_name() { basename "$1" .pl; }
 
+# Test 100 runs members of a test build that speaks protocol version 2
+# (make MEMBER_PROTOCOL=2): built once (REPEAT runs share it) from a copy of
+# the tree into a PostgreSQL copy of its own, so that this build's objects
+# stay as they are.
+job_tap_protocol2() {	# job_tap_protocol2 COUNTS FILE [DIR]
+	local src=$scratch/protocol2-src built=$scratch/protocol2-install
+	if ! (
+		flock 9
+		[ ! -s "$built" ] || exit 0
+		mkdir -p "$src"
+		copy_tree "$top" "$src"
+		v2bindir=$(make_pg_tree "$scratch/pg-protocol2" "$source_config")
+		make -C "$src" -s -j2 with_llvm=no MEMBER_PROTOCOL=2 PG_CONFIG="$v2bindir/pg_config" all install \
+			>"$scratch/protocol2-build.log" 2>&1 || { cat "$scratch/protocol2-build.log"; exit 1; }
+		dirname "$v2bindir" >"$built"
+	) 9>"$scratch/protocol2.lock"; then
+		echo "0 1" >"$1"
+		return
+	fi
+	UIDGEN_PROTOCOL2_INSTALL=$(cat "$built") job_tap "$@"
+}
+
 rm -rf tmp_check
 mkdir -p tmp_check/portlock build/regress build/isolation
 export PG_TEST_PORT_DIR=$top/tmp_check/portlock
@@ -193,13 +215,15 @@ wanted isolation && jobs_start isolation "" job_regress isolation
 repeat=${REPEAT:-1}
 for file in "${tap_files[@]}"; do
 	wanted "$(job_name "$file")" "$file" || continue
+	job=job_tap
+	[ "$(job_name "$file")" != 100_registry_protocol_versions ] || job=job_tap_protocol2
 	if [ "$repeat" -le 1 ]; then
-		jobs_start "$(job_name "$file")" "tap_logs $file" job_tap "$file"
+		jobs_start "$(job_name "$file")" "tap_logs $file" $job "$file"
 		continue
 	fi
 	for r in $(seq 1 "$repeat"); do
 		mkdir -p "tmp_check/r$r"
-		jobs_start "$(job_name "$file").r$r" "tap_logs $file tmp_check/r$r" job_tap "$file" "$top/tmp_check/r$r"
+		jobs_start "$(job_name "$file").r$r" "tap_logs $file tmp_check/r$r" $job "$file" "$top/tmp_check/r$r"
 	done
 done
 jobs_finish

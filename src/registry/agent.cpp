@@ -22,6 +22,7 @@
  */
 #include "registry/agent.hpp"
 
+#include "core/protocol_version.hpp"
 #include "core/retry_pacer.hpp"
 #include "pg/identity.hpp"
 #include "pg/pg_clock.hpp"
@@ -29,6 +30,7 @@
 #include "pg/time_convert.hpp"
 #include "registry/lease_bookkeeping.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/protocol.hpp"
 #include "registry/registry_hosts.hpp"
 #include "registry/registry_pin.hpp"
 
@@ -359,6 +361,12 @@ record_failure(PGresult *result, const char *what)
 				 what);
 	else if (sqlstate != nullptr && strcmp(sqlstate, "3F000") == 0)
 		snprintf(message, sizeof(message), "%s: the registry database has no uidgen extension", what);
+	else if (sqlstate != nullptr && (strcmp(sqlstate, "08P01") == 0 || strcmp(sqlstate, "42703") == 0))
+	{
+		/* Refused for its protocol version, or a reply without a column this member names. */
+		snprintf(message, sizeof(message), "%s: %s", what, primary != nullptr ? primary : PQerrorMessage(conn));
+		code = ERRCODE_PROTOCOL_VIOLATION;
+	}
 	else if (result == nullptr || PQresultStatus(result) == PGRES_TUPLES_OK)
 		snprintf(message, sizeof(message), "%s: %s", what, PQerrorMessage(conn));
 	else
@@ -579,6 +587,37 @@ note_quarantine(PGresult *result, const char *what, int row, int col)
 }
 
 /*
+ * Notes the protocol version spoken with the registry from now on (the
+ * lower of this build's and the registry's), and logs a change: a fleet in
+ * the middle of an upgrade shows which member speaks what.
+ */
+void
+note_protocol(int spoken)
+{
+	LeaseTable *state = lease_table();
+
+	LWLockAcquire(&state->lock, LW_EXCLUSIVE);
+	int before = state->protocol;
+	state->protocol = spoken;
+	LWLockRelease(&state->lock);
+	if (before != spoken)
+		ereport(LOG, (errmsg("uidgen registry agent: speaking registry protocol %d with the registry (this server "
+							 "speaks up to %d)", spoken, member_protocol)));
+}
+
+/* The protocol version spoken with the registry, as this round's identity reply settled it. */
+int
+protocol_spoken()
+{
+	LeaseTable *state = lease_table();
+
+	LWLockAcquire(&state->lock, LW_SHARED);
+	int spoken = state->protocol;
+	LWLockRelease(&state->lock);
+	return spoken;
+}
+
+/*
  * Notes the registry's counter, replied to a call that sent what this
  * server saw at that identity (the one check_identity() read this round);
  * false, with the failure recorded, when the registry went back: it was
@@ -588,7 +627,7 @@ note_quarantine(PGresult *result, const char *what, int row, int col)
  * in the quarantine.
  */
 bool
-note_counter(const pg_uuid_t &identity, bool had_sent, int64_t sent, int64_t counter)
+note_counter(const pg_uuid_t &identity, bool had_sent, int64_t sent, const SignedCounter &counter)
 {
 	LeaseTable *state = lease_table();
 
@@ -606,7 +645,7 @@ note_counter(const pg_uuid_t &identity, bool had_sent, int64_t sent, int64_t cou
 			 "uidgen registry %s has gone back: its counter is %lld, not above the %lld this server saw there; it was "
 			 "set back to an earlier state of itself (a file-level copy, a restore or a revert to a snapshot) and "
 			 "holds new leases back while its members re-assert theirs",
-			 identity_text, static_cast<long long>(counter), static_cast<long long>(sent));
+			 identity_text, static_cast<long long>(counter.value), static_cast<long long>(sent));
 	set_status(AgentStatus::Failed, ERRCODE_CONNECTION_FAILURE, message);
 	return false;
 }
@@ -623,41 +662,55 @@ fetch_rules()
 	LeaseTable *state = lease_table();
 	pg_uuid_t identity;
 	Predecessors predecessors;
-	int64_t counter_sent = 0;
+	SignedCounter counter_sent{};
+	char version_text[16];
 	char counter_text[24];
-	const char *params[1] = {nullptr};
+	const char *params[3] = {version_text, nullptr, nullptr};
+	int spoken = protocol_spoken();
 
 	bool identified = seen_registry(&identity, &predecessors);
 	LWLockAcquire(&state->lock, LW_SHARED);
 	bool had_sent = identified && state->counter_witness.to_send(identity.data, &counter_sent);
 	LWLockRelease(&state->lock);
+	snprintf(version_text, sizeof(version_text), "%d", spoken);
 	if (had_sent)
 	{
-		snprintf(counter_text, sizeof(counter_text), "%lld", static_cast<long long>(counter_sent));
-		params[0] = counter_text;
+		snprintf(counter_text, sizeof(counter_text), "%lld", static_cast<long long>(counter_sent.value));
+		params[1] = counter_text;
+		params[2] = counter_sent.proof;
 	}
 
+	const char *what = "reading the registry's rules";
+	bool added_column = spoken >= 2;	/* the test build's version 2 (protocol.hpp) */
 	int64_t sent = backend_clock().now_ms();
-	PGresult *r = call("reading the registry's rules", "SELECT * FROM uidgen.registry_rules($1)", 1, params);
+	PGresult *r = call(what, added_column ? rules_call_2 : rules_call, 3, params);
 	int64_t received = backend_clock().now_ms();
 
 	if (r == nullptr)
 		return false;
-	const char *what = "reading the registry's rules";
-	if (!reply_has_shape(r, what, 1, 11))
+	if (!reply_has_shape(r, what, 1, rules_columns + (added_column ? 1 : 0)))
 		return false;
 	RulesReply reply{};
-	int64_t counter = 0;
+	SignedCounter counter{};
 	int64_t *column[] = {&reply.time_bits,	  &reply.worker_bits,  &reply.seq_bits,	  &reply.epoch_ms,
 						 &reply.unit_ms,	  &reply.max_borrow_ms, &reply.lease_ttl_ms, &reply.block_size,
-						 &reply.max_clock_skew_ms, &reply.clock_ms, &counter};
+						 &reply.max_clock_skew_ms, &reply.clock_ms, &counter.value};
 	for (int col = 0; col < 11; col++)
 	{
 		if (!reply_int64(r, what, 0, col, column[col]))
 			return false;
 	}
+	const char *proof = PQgetisnull(r, 0, 11) ? "" : PQgetvalue(r, 0, 11);
+	if (!SignedCounter::proof_shaped(proof))
+	{
+		record_bad_reply(r, what, "column \"counter_proof\" of the reply is not a counter's proof");
+		return false;
+	}
+	strlcpy(counter.proof, proof, sizeof(counter.proof));
+	if (added_column && !PQgetisnull(r, 0, 12))
+		ereport(LOG, (errmsg("uidgen registry agent: the registry's note: %.200s", PQgetvalue(r, 0, 12))));
 	PQclear(r);
-	if (identified && !note_counter(identity, had_sent, counter_sent, counter))
+	if (identified && !note_counter(identity, had_sent, counter_sent.value, counter))
 		return false;
 	std::optional<RegistryRules> checked = checked_rules(reply);
 	if (!checked)
@@ -725,15 +778,34 @@ fetch_rules()
  * (registry_pin.hpp).
  */
 bool
-read_identity(pg_uuid_t *seen, Predecessors *predecessors)
+read_identity(pg_uuid_t *seen, Predecessors *predecessors, int *spoken)
 {
 	const char *what = "reading the registry's identity";
-	PGresult *r = call(what, "SELECT registry_id, predecessors FROM uidgen.registry_identity()", 0, nullptr);
+	char version_text[16];
+	snprintf(version_text, sizeof(version_text), "%d", member_protocol);
+	const char *params[] = {version_text};
+	PGresult *r = call(what, identity_call, 1, params);
 
 	if (r == nullptr)
 		return false;
-	if (!reply_has_shape(r, what, 1, 2))
+	if (!reply_has_shape(r, what, 1, 3))
 		return false;
+	int64_t registry_protocol;
+	if (!reply_int64(r, what, 0, 2, &registry_protocol))
+		return false;
+	*spoken = spoken_protocol(member_protocol, static_cast<int>(std::clamp<int64_t>(registry_protocol, 0, 1000000)));
+	if (*spoken == 0)
+	{
+		char message[error_text_size];
+
+		PQclear(r);
+		snprintf(message, sizeof(message),
+				 "uidgen member protocol %d cannot work with registry protocol %lld: a member and a registry work "
+				 "together only one protocol version apart or less; upgrade uidgen on the older side",
+				 member_protocol, static_cast<long long>(registry_protocol));
+		set_status(AgentStatus::Failed, ERRCODE_PROTOCOL_VIOLATION, message);
+		return false;
+	}
 	if (PQgetisnull(r, 0, 0))
 	{
 		record_bad_reply(r, what, "column \"registry_id\" of the reply is null");
@@ -816,9 +888,11 @@ check_identity()
 	pg_uuid_t seen;
 	pg_uuid_t pinned;
 	Predecessors predecessors;
+	int spoken;
 
-	if (!read_identity(&seen, &predecessors))
+	if (!read_identity(&seen, &predecessors, &spoken))
 		return false;
+	note_protocol(spoken);
 	/* Another registry under another uidgen.registry: as in adopt_pending(). */
 	if (text_changed_since_pin && pinned_registry(&pinned) && memcmp(pinned.data, seen.data, UUID_LEN) != 0)
 	{
@@ -1004,15 +1078,18 @@ renew(LeaseTable *state)
 	char *ceilings_text = psprintf("{%s}", ceilings.data);
 	char *released_text = psprintf("{%s}", released_leases.data);
 	Identity id = identity_of(state);
-	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases,
+	int spoken = protocol_spoken();
+	char version_text[16];
+	snprintf(version_text, sizeof(version_text), "%d", spoken);
+	/* The test build's version 2 adds an argument (protocol.hpp). */
+	const char *member_note = "a member of protocol 2";
+	const char *params[] = {version_text, id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases,
 							blocks_text, floors_text, workers_text, databases_text, lease_ids_text,
-							grant_leases_text, ceilings_text, released_text};
+							grant_leases_text, ceilings_text, released_text, member_note};
+	static_assert(sizeof(params) / sizeof(params[0]) == renew_params + 1);
 	int64_t sent = monotonic_ms();
-	PGresult *r = call("renewing the leases",
-					   "SELECT block, lease_ms, lease_id, ceiling_delta, "
-					   "(extract(epoch FROM quarantine_until) * 1000000)::bigint "
-					   "FROM uidgen.registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-					   14, params);
+	PGresult *r = spoken >= 2 ? call("renewing the leases", renew_call_2, renew_params + 1, params)
+							  : call("renewing the leases", renew_call, renew_params, params);
 
 	if (r == nullptr)
 		return false;
@@ -1085,13 +1162,12 @@ bool
 claim_block(LeaseTable *state)
 {
 	Identity id = identity_of(state);
-	const char *params[] = {id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases};
+	char version_text[16];
+	snprintf(version_text, sizeof(version_text), "%d", protocol_spoken());
+	const char *params[] = {version_text, id.life, id.system_identifier, id.timeline, id.host, id.port, id.databases};
+	static_assert(sizeof(params) / sizeof(params[0]) == claim_params);
 	int64_t sent = monotonic_ms();
-	PGresult *r = call("leasing a block of worker ids",
-					   "SELECT block, first_worker, last_worker, floor_delta, lease_ms, held_back_until, lease_id, "
-					   "ceiling_delta, (extract(epoch FROM held_back_until) * 1000000)::bigint "
-					   "FROM uidgen.registry_claim($1, $2, $3, $4, $5, $6)",
-					   6, params);
+	PGresult *r = call("leasing a block of worker ids", claim_call, claim_params, params);
 
 	if (r == nullptr)
 		return false;
@@ -1342,7 +1418,8 @@ probe_pending(pg_uuid_t *seen)
 
 	conn = nullptr;
 	probing = true;
-	bool reached = connect_to_registry(pending, probe_timeout_ms()) && read_identity(seen, &predecessors);
+	int spoken;
+	bool reached = connect_to_registry(pending, probe_timeout_ms()) && read_identity(seen, &predecessors, &spoken);
 	/* Another registry only if it took over the one pinned (INV-20): else the value fails. */
 	if (reached && !may_move_to(*seen, predecessors, refusal))
 	{

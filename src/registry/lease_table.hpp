@@ -155,6 +155,12 @@ struct LeaseTable
 	TimestampTz quarantine_until;
 	bool have_rules;
 	RegistryRules rules;
+	/*
+	 * The version of the registry protocol the agent speaks there: the
+	 * lower of this build's and the one the registry's last identity reply
+	 * gave (protocol.hpp); 0 before the first.
+	 */
+	int protocol;
 	int waiting;				/* registrations waiting for a block */
 	int nblocks;
 	LeasedBlock blocks[max_leased_blocks];

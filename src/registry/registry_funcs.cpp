@@ -9,6 +9,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/time_convert.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/protocol.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -57,6 +58,7 @@ struct LeaseTableSnapshot
 	char pending_error[error_text_size];
 	bool quarantined;
 	TimestampTz quarantine_until;
+	int protocol;
 	int nblocks;
 	LeasedBlock blocks[max_leased_blocks];
 	int granted[max_leased_blocks];
@@ -75,6 +77,7 @@ take_snapshot(LeaseTable *state, LeaseTableSnapshot *s)
 	memcpy(s->pending_error, state->pending_error, sizeof(s->pending_error));
 	s->quarantined = state->quarantined;
 	s->quarantine_until = state->quarantine_until;
+	s->protocol = state->protocol;
 	s->nblocks = state->nblocks;
 	memcpy(s->blocks, state->blocks, sizeof(LeasedBlock) * state->nblocks);
 	for (int i = 0; i < state->nblocks; i++)
@@ -103,7 +106,8 @@ uuid_datum(const uint8 *bytes)
  * (or the library is not preloaded: life is NULL then).  pending_registry
  * and pending_error: a new uidgen.registry the agent has not switched to
  * yet, and why.  quarantine_until: the registry's quarantine as its last
- * reply told.
+ * reply told.  protocol: the version of the registry protocol spoken there
+ * (NULL before the agent's first exchange).
  */
 UIDGEN_FUNCTION(registry_status_rows)
 {
@@ -113,8 +117,8 @@ UIDGEN_FUNCTION(registry_status_rows)
 		ReturnSetInfo *rs = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
 		LeaseTable *state = lease_table();
 		LeaseTableSnapshot *s = static_cast<LeaseTableSnapshot *>(palloc0(sizeof(LeaseTableSnapshot)));
-		Datum values[13];
-		bool nulls[13];
+		Datum values[14];
+		bool nulls[14];
 
 		if (state != nullptr)
 			take_snapshot(state, s);
@@ -152,6 +156,8 @@ UIDGEN_FUNCTION(registry_status_rows)
 			nulls[11] = s->pending_error[0] == '\0';
 			values[12] = TimestampTzGetDatum(s->quarantine_until);
 			nulls[12] = !s->quarantined;
+			values[13] = Int32GetDatum(s->protocol);
+			nulls[13] = s->protocol == 0;
 			tuplestore_putvalues(rs->setResult, rs->setDesc, values, nulls);
 		}
 	});
@@ -220,4 +226,13 @@ UIDGEN_FUNCTION(uid_local_origin)
 		}
 		return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
 	});
+}
+
+/*
+ * uid_registry_protocol() returns int: the highest version of the registry
+ * protocol this server's uidgen speaks (protocol.hpp).
+ */
+UIDGEN_FUNCTION(uid_registry_protocol)
+{
+	return Int32GetDatum(member_protocol);
 }

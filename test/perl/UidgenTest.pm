@@ -17,6 +17,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Exporter 'import';
+use IPC::Run ();
 use Time::HiRes ();
 use File::Basename ();
 use File::Spec;
@@ -27,17 +28,19 @@ our @EXPORT = qw(new_uidgen_node worker_rows load_client run_load json_field
 	new_streaming_standby start_writers stop_writers worker_order_violations psql_error start_pgbouncer stop_pgbouncer
 	new_registry_node registry_conf new_member_node registry_status wait_for_registry duplicate_ids
 	start_pgbench finish_pgbench poll_for held_blocks start_uidgen_node
-	clock_offset wait_for_clock_past start_gated_writer start_recording_writer recorded_failures start_timed_writer first_lease_after doc_sql_blocks replace_registry_with_backup
+	clock_offset wait_for_clock_past start_gated_writer start_recording_writer recorded_failures start_timed_writer first_lease_after doc_sql_blocks replace_registry_with_backup new_member_role psql_as
 	partman_days_query partman_partitions partman_default_rows partman_new_rows partman_days partman_day_offset);
 
 # A started node with uidgen created in database postgres.  Extra lines go
-# to postgresql.conf; fake_clock => 1 starts it under set_fake_clock's clock;
+# to postgresql.conf; install_path => DIR runs it from another installation
+# (a test build); fake_clock => 1 starts it under set_fake_clock's clock;
 # scope => 'server' (and preload => 0) adds scope_conf's lines.  With
 # start => 0 it is only initialised: start it with start_uidgen_node.
 sub new_uidgen_node
 {
 	my ($name, %params) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		($params{install_path} ? (install_path => $params{install_path}) : ()));
 
 	$node->init(%{ $params{init} // {} });
 	$node->append_conf('postgresql.conf', join("\n",
@@ -556,6 +559,27 @@ sub new_registry_node
 		$node->reload;
 	}
 	return $node;
+}
+
+# A login role of registry_node's registry that may make the member calls
+# (uid_registry_grant_member()); returns a connection string as it.
+sub new_member_role
+{
+	my ($registry_node, $role) = @_;
+	$registry_node->safe_psql('registry', "CREATE ROLE $role LOGIN; SELECT uid_registry_grant_member('$role')");
+	return $registry_node->connstr('registry') . " user=$role";
+}
+
+# Runs sql over connstr (unaligned, tuples only); returns psql's exit code,
+# its stderr and its output.
+sub psql_as
+{
+	my ($connstr, $sql) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-d', $connstr, '-c', $sql ],
+		'>', \$out, '2>', \$err);
+	chomp $out;
+	return ($? >> 8, $err, $out);
 }
 
 # postgresql.conf lines that make a server a member of registry_node's

@@ -146,27 +146,36 @@ for my $version (@released)
 	like(psql_error($node, $db, 'SELECT uid_registry_import(uid_registry_export(gen_random_uuid()))'),
 		qr/ERROR:  22023: uidgen registry [-0-9a-f]+ cannot import its own export/,
 		"$version: and once started, exports and refuses its own export");
-	# The counter witness: the updated registry replies with its counter, and a counter a member
-	# saw above it (the registry went back) quarantines it and moves its counter above.
-	my $counter = $node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(NULL)');
+	# The counter witness: the updated registry replies with its counter and its proof, and a
+	# counter a member saw above it, with its proof (the registry went back), quarantines it and
+	# moves its counter above.
+	my $counter = $node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(protocol => 1)');
 	like($counter, qr/^\d+$/, "$version: the updated registry replies with its counter");
+	is($node->safe_psql($db, "SELECT counter_proof = uidgen.registry_counter_proof(counter) "
+		  . "FROM uidgen.registry_rules(protocol => 1)"), 't', "$version: and its proof");
 	my $seen = $counter + 1000;
-	is($node->safe_psql($db, "SELECT counter <= $seen FROM uidgen.registry_rules($seen)"), 't',
+	is($node->safe_psql($db, "SELECT counter <= $seen FROM uidgen.registry_rules(protocol => 1, "
+		  . "counter_seen => $seen, counter_seen_proof => uidgen.registry_counter_proof($seen))"), 't',
 		"$version: a member that saw a higher counter sees it behind");
 	isnt($node->safe_psql($db, 'SELECT uid_registry_quarantine_until()'), '',
 		"$version: and the registry quarantines");
-	cmp_ok($node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(NULL)'), '>', $seen,
+	cmp_ok($node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(protocol => 1)'), '>', $seen,
 		"$version: with its counter moved above");
-	like(psql_error($node, $db, 'SELECT counter FROM uidgen.registry_rules(-1)'),
+	like(psql_error($node, $db, 'SELECT counter FROM uidgen.registry_rules(protocol => 1, counter_seen => -1)'),
 		qr/ERROR:  22023: uidgen registry counter -1 is out of range/, "$version: a negative counter is refused");
-	# A counter past any registry's is no witness: ignored, so that a forged one just below it
-	# cannot move the counter to where members' own counters would be refused.
-	my $before = $node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(NULL)');
-	cmp_ok($node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(4611686018427387904)'), '<', $before + 10,
-		"$version: a counter no registry reaches is ignored");
-	$node->safe_psql($db, 'SELECT uidgen.registry_rules(4611686018427387903)');
-	like($node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(4611686018427387904)'), qr/^\d+$/,
-		"$version: a member's counter past a forged one just below 2^62 is still answered");
+	# A counter without the registry's proof is no witness: ignored, so that no member role moves
+	# the counter or quarantines the registry with a made-up one (048).
+	my $before = $node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(protocol => 1)');
+	cmp_ok($node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(protocol => 1, '
+		  . 'counter_seen => 4611686018427387904)'), '<', $before + 10,
+		"$version: a counter without a proof is ignored");
+	my $proof_of_before = $node->safe_psql($db, "SELECT uidgen.registry_counter_proof($before)");
+	cmp_ok($node->safe_psql($db, 'SELECT counter FROM uidgen.registry_rules(protocol => 1, counter_seen => '
+		  . ($before + 5000) . ", counter_seen_proof => '$proof_of_before')"), '<', $before + 10,
+		"$version: and so is a counter with another's proof");
+	like(psql_error($node, $db, 'SELECT counter FROM uidgen.registry_rules(protocol => 3)'),
+		qr/ERROR:  08P01: uidgen member protocol 3 cannot work with registry protocol 1/,
+		"$version: a member two protocol versions apart is refused, naming both");
 }
 
 # A 1.1 installation that lost its reservation refuses to issue rather than issue unreserved IDs.

@@ -71,14 +71,14 @@ like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'and the me
 # one system identifier hold at most max_system_blocks.
 $registry->safe_psql('registry', 'SELECT uid_registry_configure(max_system_blocks => 3)');
 my $claimed = $registry->safe_psql('registry', join(';', map {
-	q{SELECT block FROM uidgen.registry_claim(gen_random_uuid(), 'crash-loop', 1, 'h', 1, '{}')} } 1 .. 3));
+	q{SELECT block FROM uidgen.registry_claim(1, gen_random_uuid(), 'crash-loop', 1, 'h', 1, '{}')} } 1 .. 3));
 is(scalar(() = $claimed =~ /^\d+$/mg), 3, "three lives of one system identifier lease a block each ($claimed)");
 $err = psql_error($registry, 'registry',
-	q{SELECT * FROM uidgen.registry_claim(gen_random_uuid(), 'crash-loop', 1, 'h', 1, '{}')});
+	q{SELECT * FROM uidgen.registry_claim(1, gen_random_uuid(), 'crash-loop', 1, 'h', 1, '{}')});
 like($err, qr/ERROR:  54000: the uidgen servers of system identifier crash-loop hold 3 worker blocks, their limit.*HINT:  .*raise max_system_blocks/s,
 	'a fourth is refused with 54000, naming the limit and the remedy');
 like($registry->safe_psql('registry',
-	q{SELECT block FROM uidgen.registry_claim(gen_random_uuid(), 'another-server', 1, 'h', 1, '{}')}),
+	q{SELECT block FROM uidgen.registry_claim(1, gen_random_uuid(), 'another-server', 1, 'h', 1, '{}')}),
 	qr/^\d+$/, 'another system identifier still leases');
 $registry->safe_psql('registry', 'SELECT uid_registry_configure(max_system_blocks => 16)');
 
@@ -91,14 +91,11 @@ my $life = (registry_status($member))[0]{life};
 my $member_block = (split /,/, held_blocks($member))[0];
 $registry->safe_psql('registry', q{
 	CREATE ROLE intruder LOGIN;
-	GRANT EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]),
-		uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], bigint[], text[], uuid[], uuid[],
-		                      bigint[], uuid[])
-	TO intruder});
+	SELECT uid_registry_grant_member('intruder')});
 my %intruder_calls = (
-	renew => "SELECT * FROM uidgen.registry_renew('$life', '1', 1, 'intruder', 1, '{}', ARRAY[$member_block]::bigint[],"
+	renew => "SELECT * FROM uidgen.registry_renew(1, '$life', '1', 1, 'intruder', 1, '{}', ARRAY[$member_block]::bigint[],"
 	  . " ARRAY[-1]::bigint[], '{}', '{}', ARRAY[NULL]::uuid[], '{}', ARRAY[NULL]::bigint[])",
-	claim => "SELECT * FROM uidgen.registry_claim('$life', '1', 1, 'intruder', 1, '{}')");
+	claim => "SELECT * FROM uidgen.registry_claim(1, '$life', '1', 1, 'intruder', 1, '{}')");
 for my $call (sort keys %intruder_calls)
 {
 	my ($stdout, $stderr);

@@ -1,8 +1,10 @@
 # Every reply of the registry is checked (issue 20, item 7): a registry
 # database whose functions return other shapes (no row, two rows, a column
-# more or less, text where a number belongs, NULLs) is a class 08 error
+# less, text where a number belongs, NULLs) is a class 08 error
 # (08P01) in uidgen.registry_status and for the sessions that wait, never a
-# crash of the member.  And no secret of the connection string (password,
+# crash of the member.  A column more is what a later protocol version
+# adds: the member reads only the columns it names, and goes on (the
+# protocol's rule, src/registry/README.md).  And no secret of the connection string (password,
 # sslpassword) shows in a message, a view or the log.
 use strict;
 use warnings;
@@ -18,20 +20,20 @@ my $registry = new_registry_node('registry', member => 0);
 # functions of other shapes.
 $registry->safe_psql('postgres', 'CREATE DATABASE fake');
 $registry->safe_psql('fake', "CREATE EXTENSION uidgen; SELECT uid_registry_start_fleet(); SELECT uid_registry_configure(lease_ttl => '10s')");
-my $claim_args = 'life uuid, system_identifier text, timeline int, host text, port int, databases text[]';
+my $claim_args = 'protocol int, life uuid, system_identifier text, timeline int, host text, port int, databases text[]';
 my $renew_args = "$claim_args, blocks bigint[], floors bigint[], grant_workers bigint[], grant_databases text[], "
   . 'lease_ids uuid[], grant_leases uuid[], ceilings bigint[], released_leases uuid[]';
 my $rules_columns = 'time_bits int, worker_bits int, seq_bits int, epoch_ms bigint, unit_ms int, max_borrow_ms bigint, '
-  . 'lease_ttl_ms bigint, block_size int, max_clock_skew_ms bigint, clock_ms bigint, counter bigint';
+  . 'lease_ttl_ms bigint, block_size int, max_clock_skew_ms bigint, clock_ms bigint, counter bigint, counter_proof text';
 my $claim_columns = 'block bigint, first_worker bigint, last_worker bigint, floor_delta bigint, lease_ms bigint, '
   . 'held_back_until timestamptz, lease_id uuid, ceiling_delta bigint';
 # registry_renew() names itself in its body: a copy under the other name,
 # and the original out of the extension, to be dropped.
 $registry->safe_psql('fake', qq{
-	ALTER FUNCTION uidgen.registry_rules(bigint) RENAME TO real_registry_rules;
+	ALTER FUNCTION uidgen.registry_rules(int, bigint, text) RENAME TO real_registry_rules;
 	ALTER FUNCTION uidgen.registry_claim($claim_args) RENAME TO real_registry_claim;
 	DO \$\$ BEGIN
-		EXECUTE replace(replace(pg_get_functiondef('uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], '
+		EXECUTE replace(replace(pg_get_functiondef('uidgen.registry_renew(int, uuid, text, int, text, int, text[], bigint[], bigint[], '
 		                                             'bigint[], text[], uuid[], uuid[], bigint[], uuid[])'::regprocedure),
 		                        'registry_renew.', 'real_registry_renew.'),
 		                'FUNCTION uidgen.registry_renew(', 'FUNCTION uidgen.real_registry_renew(');
@@ -44,7 +46,7 @@ $registry->safe_psql('fake', qq{
 sub fake
 {
 	my ($function, $columns, $body) = @_;
-	my $args = { rules => 'counter_seen bigint', claim => $claim_args, renew => $renew_args }->{$function};
+	my $args = { rules => 'protocol int, counter_seen bigint, counter_seen_proof text', claim => $claim_args, renew => $renew_args }->{$function};
 	my $sql = "DROP FUNCTION IF EXISTS uidgen.registry_$function($args);";
 	if (defined $body)
 	{
@@ -55,15 +57,15 @@ sub fake
 	{
 		$sql .= "CREATE FUNCTION uidgen.registry_$function($args) RETURNS TABLE ($columns) LANGUAGE sql AS \$fake\$ "
 		  . "SELECT * FROM uidgen.real_registry_$function("
-		  . join(', ', map { "\$$_" } 1 .. ($function eq 'rules' ? 1 : $function eq 'claim' ? 6 : 13)) . ') $fake$;';
+		  . join(', ', map { "\$$_" } 1 .. ($function eq 'rules' ? 3 : $function eq 'claim' ? 7 : 15)) . ') $fake$;';
 	}
 	$registry->safe_psql('fake', $sql);
 }
 
 my $rules = 'r.time_bits, r.worker_bits, r.seq_bits, r.epoch_ms, r.unit_ms, r.max_borrow_ms, r.lease_ttl_ms, '
-  . 'r.block_size, r.max_clock_skew_ms, r.clock_ms, r.counter';
+  . 'r.block_size, r.max_clock_skew_ms, r.clock_ms, r.counter, r.counter_proof';
 # The first shape is there before the member starts.
-fake('rules', $rules_columns, "SELECT $rules FROM uidgen.real_registry_rules(\$1) r WHERE false");
+fake('rules', $rules_columns, "SELECT $rules FROM uidgen.real_registry_rules(\$1, \$2, \$3) r WHERE false");
 
 my $password = 'pw-secret-4711';
 my $sslpassword = 'ssl-secret-0815';
@@ -98,31 +100,30 @@ sub expect_refusal
 
 expect_refusal('rules, no row', q{%reading the registry's rules: the registry replied with 0 rows, expected 1%},
 	uid_next => 1);
-fake('rules', $rules_columns, "SELECT $rules FROM uidgen.real_registry_rules(\$1) r UNION ALL "
-	. "SELECT $rules FROM uidgen.real_registry_rules(\$1) r");
+fake('rules', $rules_columns, "SELECT $rules FROM uidgen.real_registry_rules(\$1, \$2, \$3) r UNION ALL "
+	. "SELECT $rules FROM uidgen.real_registry_rules(\$1, \$2, \$3) r");
 expect_refusal('rules, two rows', '%the registry replied with 2 rows, expected 1%', uid_next => 1);
 fake('rules', 'time_bits int, worker_bits int', 'SELECT 41, 13');
-expect_refusal('rules, 2 columns', '%the registry replied with 2 columns, expected 11%', uid_next => 1);
-fake('rules', "$rules_columns, extra int", "SELECT $rules, 1 FROM uidgen.real_registry_rules(\$1) r");
-expect_refusal('rules, 12 columns', '%the registry replied with 12 columns, expected 11%', uid_next => 1);
+expect_refusal('rules, 2 columns', '%reading the registry\'s rules%column "seq_bits" does not exist%', uid_next => 1);
 (my $text_columns = $rules_columns) =~ s/^time_bits int/time_bits text/;
 fake('rules', $text_columns, "SELECT 'forty-one', " . ($rules =~ s/^r\.time_bits, //r)
-	. ' FROM uidgen.real_registry_rules($1) r');
+	. ' FROM uidgen.real_registry_rules($1, $2, $3) r');
 expect_refusal('rules, text for a number', '%column "time_bits" of the reply is not an integer: "forty-one"%',
 	uid_next => 1);
 fake('rules', $rules_columns, 'SELECT NULL::int, ' . ($rules =~ s/^r\.time_bits, //r)
-	. ' FROM uidgen.real_registry_rules($1) r');
+	. ' FROM uidgen.real_registry_rules($1, $2, $3) r');
 expect_refusal('rules, a NULL', '%column "time_bits" of the reply is null%', uid_next => 1);
 fake('rules', $rules_columns, 'SELECT r.time_bits, r.worker_bits, r.seq_bits, r.epoch_ms, 7, r.max_borrow_ms, '
-	. 'r.lease_ttl_ms, r.block_size, r.max_clock_skew_ms, r.clock_ms, r.counter FROM uidgen.real_registry_rules($1) r');
+	. 'r.lease_ttl_ms, r.block_size, r.max_clock_skew_ms, r.clock_ms, r.counter, r.counter_proof '
+	. 'FROM uidgen.real_registry_rules($1, $2, $3) r');
 expect_refusal('rules, a unit of 7 ms', '%unit_ms%', uid_next => 1);
-fake('rules', $rules_columns, undef);
+fake('rules', $rules_columns, "SELECT $rules FROM uidgen.real_registry_rules(\$1, \$2, \$3) r");
 
 # ---- uidgen.registry_claim() ----------------------------------------------------
 
 my $claim_values = 'c.block, c.first_worker, c.last_worker, c.floor_delta, c.lease_ms, c.held_back_until, c.lease_id, '
   . 'c.ceiling_delta';
-my $real_claim = 'uidgen.real_registry_claim($1, $2, $3, $4, $5, $6) c';
+my $real_claim = 'uidgen.real_registry_claim($1, $2, $3, $4, $5, $6, $7) c';
 fake('claim', $claim_columns, "SELECT $claim_values FROM $real_claim WHERE false");
 expect_refusal('claim, no row', '%leasing a block of worker ids: the registry replied with 0 rows, expected 1%',
 	uid_next => 1);
@@ -150,7 +151,7 @@ like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'with the r
 
 # ---- uidgen.registry_renew() ----------------------------------------------------
 
-my $real_renew = 'uidgen.real_registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) r';
+my $real_renew = 'uidgen.real_registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) r';
 my $renew_columns = 'block bigint, lease_ms bigint, lease_id uuid, ceiling_delta bigint, quarantine_until timestamptz';
 fake('renew', $renew_columns,
 	"SELECT NULL::bigint, r.lease_ms, r.lease_id, r.ceiling_delta, r.quarantine_until FROM $real_renew");
@@ -165,6 +166,16 @@ fake('renew', $renew_columns, undef);
 $member->poll_query_until('postgres', q{SELECT bool_and(agent_status = 'ready') FROM uidgen.registry_status})
   or die 'the agent did not recover';
 like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'with the real functions back, it issues');
+
+# A column more: what a later protocol version adds, which this member never reads.
+$registry->safe_psql('fake', 'CREATE TABLE public.rules_calls (at timestamptz)');
+fake('rules', "$rules_columns, extra int", 'WITH c AS (INSERT INTO public.rules_calls VALUES (now()) RETURNING 1) '
+	. "SELECT $rules, 1 FROM uidgen.real_registry_rules(\$1, \$2, \$3) r, c");
+ok($registry->poll_query_until('fake', 'SELECT count(*) >= 2 FROM public.rules_calls'),
+	'rules, a column more: the member reads the rules');
+is($member->safe_psql('postgres', q{SELECT bool_and(agent_status = 'ready' AND error IS NULL) FROM uidgen.registry_status}),
+	't', 'rules, a column more: the member goes on');
+fake('rules', $rules_columns, "SELECT $rules FROM uidgen.real_registry_rules(\$1, \$2, \$3) r");
 
 is($member->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'), $started, 'the member never restarted');
 ok(!$member->log_contains('terminated by signal'), 'no process of the member died of a signal');

@@ -68,7 +68,7 @@ isnt($m2->safe_psql('postgres', 'SELECT min(uid_worker_id(id)) FROM ids'), '1',
 # holder that missed its lapse, suspended, would otherwise get it back).
 my ($life, $block, $lease, $ceiling) = split /\|/, $registry->safe_psql('registry', q{
 	SELECT life, block, lease_id, ceiling_delta FROM uidgen.worker_block WHERE block = 1});
-my $renew = "SELECT (SELECT count(*) FROM uidgen.registry_renew(l.life, l.system_identifier, l.timeline, l.host, l.port, '{}', "
+my $renew = "SELECT (SELECT count(*) FROM uidgen.registry_renew(1, l.life, l.system_identifier, l.timeline, l.host, l.port, '{}', "
   . "'{$block}', '{-1}', '{}', '{}', '{$lease}', '{}', ARRAY[%s]::bigint[])) FROM uidgen.server_life l WHERE l.life = '$life'";
 is($registry->safe_psql('registry', sprintf($renew, 'uidgen.registry_delta(now()) - 1')), '0',
 	'a renewal whose ceiling is behind the registry\'s clock is refused');

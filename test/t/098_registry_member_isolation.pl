@@ -25,14 +25,7 @@ my @borrow = ("uidgen.max_borrow = '1s'");
 my $registry = new_registry_node('registry', member => 0, lease_ttl => '3s', max_borrow => '1s', conf => \@borrow);
 $registry->safe_psql('registry', 'SELECT uid_configure(worker_bits => 6)');
 $registry->safe_psql('registry', 'SELECT uid_registry_configure(block_size => 4)');
-$registry->safe_psql('registry', q{
-	CREATE ROLE intruder LOGIN;
-	GRANT EXECUTE ON FUNCTION uidgen.registry_rules(bigint), uidgen.registry_identity(),
-		uidgen.registry_claim(uuid, text, int, text, int, text[]),
-		uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[], bigint[], text[], uuid[],
-		                      uuid[], bigint[], uuid[])
-		TO intruder});
-my $intruder = $registry->connstr('registry') . ' user=intruder';
+my $intruder = new_member_role($registry, 'intruder');
 
 my $member = new_member_node('member', $registry, conf => \@borrow);
 $member->safe_psql('postgres', 'CREATE TABLE ids (id bigint)');
@@ -42,16 +35,10 @@ my ($block) = map { $_->{block} } grep { $_->{block} ne '' } registry_status($me
 ok($block, "the member leases block $block");
 
 # Runs sql as the intruder; returns psql's exit code and its stderr.
-sub as_intruder
-{
-	my ($sql) = @_;
-	my ($out, $err) = ('', '');
-	IPC::Run::run([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-d', $intruder, '-c', $sql ], '>', \$out, '2>', \$err);
-	return ($? >> 8, $err, $out);
-}
+sub as_intruder { return psql_as($intruder, $_[0]); }
 
 # A renewal of nothing under a life of the intruder's own.
-my $empty_renew = q{uidgen.registry_renew('6f1c2a3e-0000-4000-8000-000000000001', 'intruder', 1, 'h', 1, '{}',
+my $empty_renew = q{uidgen.registry_renew(1, '6f1c2a3e-0000-4000-8000-000000000001', 'intruder', 1, 'h', 1, '{}',
 	'{}', '{}', '{}', '{}', '{}', '{}', '{}')};
 
 # Issues on the member, in new sessions and in one that lives throughout,
@@ -106,7 +93,7 @@ $long->kill_kill;
 $registry->safe_psql('registry', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'intruder'});
 
 # 3. The member's system identifier is bound to the member's role.
-my ($ret, $err) = as_intruder("SELECT * FROM uidgen.registry_claim(gen_random_uuid(), '$system', 1, 'h', 1, '{}')");
+my ($ret, $err) = as_intruder("SELECT * FROM uidgen.registry_claim(1, gen_random_uuid(), '$system', 1, 'h', 1, '{}')");
 isnt($ret, 0, "a claim under the member's system identifier by another role is refused");
 like($err, qr/system identifier $system belongs to member role/, '... naming the role it belongs to');
 is($registry->safe_psql('registry', qq{
@@ -127,7 +114,7 @@ $registry->poll_query_until('registry', 'SELECT quarantined FROM uidgen.registry
   or die 'the restarted registry is not quarantined';
 my $member_life = $registry->safe_psql('registry', "SELECT life FROM uidgen.worker_block WHERE block = $block");
 ($ret, $err) = as_intruder(qq{
-	SELECT count(*) FROM uidgen.registry_renew('6f1c2a3e-0000-4000-8000-000000000002', 'intruder-2', 1, 'h', 1,
+	SELECT count(*) FROM uidgen.registry_renew(1, '6f1c2a3e-0000-4000-8000-000000000002', 'intruder-2', 1, 'h', 1,
 		'{}', '{$block, 1000000000000}', '{9000000000000, 0}', '{}', '{}',
 		'{6f1c2a3e-0000-4000-8000-0000000000aa, 6f1c2a3e-0000-4000-8000-0000000000bb}', '{}',
 		'{9000000000001, 9000000000001}')});

@@ -7,7 +7,8 @@
 CREATE FUNCTION uidgen.registry_status_rows(
 	OUT life uuid, OUT registry text, OUT agent_status text, OUT error text, OUT block bigint,
 	OUT first_worker bigint, OUT last_worker bigint, OUT floor_delta bigint, OUT lease_left_ms bigint,
-	OUT workers_granted int, OUT pending_registry text, OUT pending_error text, OUT quarantine_until timestamptz)
+	OUT workers_granted int, OUT pending_registry text, OUT pending_error text, OUT quarantine_until timestamptz,
+	OUT protocol int)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'registry_status_rows'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
@@ -18,6 +19,13 @@ COMMENT ON VIEW uidgen.registry_status
 	IS 'This server''s link to its registry (uidgen.registry): its life, its agent, the blocks it leases';
 REVOKE ALL ON uidgen.registry_status FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_status_rows() FROM PUBLIC;
+
+-- The highest version of the registry protocol this server's uidgen speaks;
+-- uidgen.registry_status shows the one spoken with the registry (the lower
+-- of this and the registry's registry_protocol_version()).
+CREATE FUNCTION @extschema@.uid_registry_protocol() RETURNS int
+AS 'MODULE_PATHNAME', 'uid_registry_protocol'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 
 -- Moving this database to the registry its server's agent reaches now,
 -- whose identity differs from the one it joined: it adopts that identity

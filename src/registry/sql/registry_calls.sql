@@ -51,36 +51,83 @@ BEGIN
 END
 $$;
 
+-- ---- the protocol ------------------------------------------------------------
+-- The version of the protocol this registry speaks: what its member calls
+-- (registry_identity(), registry_rules(), registry_claim(),
+-- registry_renew()) take and reply.  The member's version is in
+-- src/registry/protocol.hpp.  The rule: every call carries the member's
+-- version (protocol), every reply the registry's (registry_protocol);
+-- one version apart, both speak the lower, so that a fleet upgrades one
+-- server at a time, the registry or the members first; further apart, the
+-- call is refused naming both.  A version only adds: an argument with a
+-- default, a reply column; members call by argument name and read replies
+-- by column name, so that neither addition reaches a member of the
+-- version before.
+CREATE FUNCTION uidgen.registry_protocol_version() RETURNS int
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+	SELECT 1
+$$;
+
+-- Refuses a member more than one version from this registry, naming both
+-- versions; returns the registry's.
+CREATE FUNCTION uidgen.registry_check_protocol(protocol int) RETURNS int
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	spoken int := uidgen.registry_protocol_version();
+BEGIN
+	IF protocol IS NULL OR protocol < 1 OR abs(protocol - spoken) > 1 THEN
+		RAISE EXCEPTION 'uidgen member protocol % cannot work with registry protocol %',
+		                coalesce(protocol::text, 'NULL'), spoken
+			USING ERRCODE = 'protocol_violation',
+			      DETAIL = 'A member and a registry work together only one protocol version apart or less.',
+			      HINT = 'Upgrade uidgen on the older side.';
+	END IF;
+	RETURN spoken;
+END
+$$;
+
+-- The registry's proof that it replied counter: a digest of the counter
+-- and the registry's secret, which only its owner reads, so that no member
+-- role can make one for a counter the registry never replied.  The secret
+-- on both sides of the counter, whose text is digits only: no digest of a
+-- shorter message extends to it.
+CREATE FUNCTION uidgen.registry_counter_proof(counter bigint) RETURNS text
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT encode(sha256(convert_to(s.secret || ' counter ' || counter::text || ' ' || s.secret, 'UTF8')), 'hex')
+	  FROM uidgen.registry_secret s
+$$;
+
 -- The layout and rules members adopt, and the registry's counter (the
--- witness of a registry set back: uidgen.registry_counter); refused on a
--- standby.  counter_seen is the highest counter the member saw at this
--- registry's identity (NULL for none).  One above the counter means that
--- the registry went back to an earlier state of itself, one PostgreSQL
--- cannot tell from the original (a file-level copy of the stopped server,
--- a revert to a memory snapshot): it quarantines, as for a restore (R9),
--- and moves its counter above.  The reply's counter is the value it had,
--- so the member sees it go back too.
-CREATE FUNCTION uidgen.registry_rules(counter_seen bigint,
+-- witness of a registry set back: uidgen.registry_counter) with its proof;
+-- refused on a standby.  counter_seen is the highest counter the member
+-- saw at this registry's identity (NULL for none), with the proof this
+-- registry replied with it.  One above the counter means that the registry
+-- went back to an earlier state of itself, one PostgreSQL cannot tell from
+-- the original (a file-level copy of the stopped server, a revert to a
+-- memory snapshot), whose secret is the original's: it quarantines, as for
+-- a restore (R9), and moves its counter above.  A counter without its
+-- proof is no witness and is ignored, so that no member role quarantines
+-- the registry at will.  The reply's counter is the value it had, so the
+-- member sees it go back too.
+CREATE FUNCTION uidgen.registry_rules(protocol int, counter_seen bigint DEFAULT NULL, counter_seen_proof text DEFAULT NULL,
+	OUT registry_protocol int,
 	OUT time_bits int, OUT worker_bits int, OUT seq_bits int, OUT epoch_ms bigint, OUT unit_ms int,
 	OUT max_borrow_ms bigint, OUT lease_ttl_ms bigint, OUT block_size int, OUT max_clock_skew_ms bigint,
-	OUT clock_ms bigint, OUT counter bigint)
+	OUT clock_ms bigint, OUT counter bigint, OUT counter_proof text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	IF pg_is_in_recovery() THEN
 		RAISE EXCEPTION 'the uidgen registry database "%" is on a standby', current_database()
 			USING ERRCODE = 'read_only_sql_transaction';
 	END IF;
+	registry_protocol := uidgen.registry_check_protocol(protocol);
 	IF counter_seen < 0 THEN
 		RAISE EXCEPTION 'uidgen registry counter % is out of range', counter_seen
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	-- No registry's counter gets near 2^62 (146,000 years at a million calls
-	-- a second): a member role that sends one is no witness, and it is not
-	-- followed, so that the counter stays where members' counters are
-	-- taken.  Refusing it would fail every member once a forged value just
-	-- below had moved the counter there.
-	IF counter_seen >= 4611686018427387904 THEN
-		RAISE LOG 'uidgen registry counter % sent by a member is past any registry''s, and ignored', counter_seen;
+	IF counter_seen IS NOT NULL AND counter_seen_proof IS DISTINCT FROM uidgen.registry_counter_proof(counter_seen) THEN
+		RAISE LOG 'uidgen registry counter % sent by a member without this registry''s proof is ignored',
+		          counter_seen;
 		counter_seen := NULL;
 	END IF;
 	counter := nextval('uidgen.registry_counter');
@@ -102,6 +149,7 @@ BEGIN
 		          'state of itself, and holds new leases back for registry_holder_bound()', counter, counter_seen;
 		PERFORM setval('uidgen.registry_counter', counter_seen);
 	END IF;
+	counter_proof := uidgen.registry_counter_proof(counter);
 	SELECT c.time_bits, c.worker_bits, c.seq_bits, (extract(epoch FROM c.epoch) * 1000)::bigint,
 	       CASE c.unit WHEN 'second' THEN 1000 ELSE 1 END,
 	       (extract(epoch FROM r.max_borrow) * 1000)::bigint, (extract(epoch FROM r.lease_ttl) * 1000)::bigint,
@@ -159,12 +207,19 @@ $$;
 -- Which registry this is, for members to pin (registry_identity above),
 -- whether it is sealed, and the registries it took over: a member moves
 -- here from one of those only (INV-20).  The state is checked first, so
--- that a copy shows the identity it draws (registry_check_state()).
-CREATE FUNCTION uidgen.registry_identity(OUT registry_id uuid, OUT created_at timestamptz,
+-- that a copy shows the identity it draws (registry_check_state()).  A
+-- member's first call of each round: it carries the member's protocol
+-- version, and the reply the registry's (registry_protocol), of which the
+-- member speaks the lower from then on; people call it without.
+CREATE FUNCTION uidgen.registry_identity(protocol int DEFAULT NULL, OUT registry_id uuid, OUT created_at timestamptz,
                                          OUT fleet_started_at timestamptz, OUT sealed_at timestamptz,
-                                         OUT predecessors uuid[])
+                                         OUT predecessors uuid[], OUT registry_protocol int)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+	IF protocol IS NOT NULL THEN	-- a member's call; people call it without
+		PERFORM uidgen.registry_check_protocol(protocol);
+	END IF;
+	registry_protocol := uidgen.registry_protocol_version();
 	PERFORM uidgen.registry_check_state();
 	SELECT i.registry_id, i.created_at, i.fleet_started_at, s.sealed_at,
 	       ARRAY(SELECT p.registry_id FROM uidgen.registry_predecessor p ORDER BY p.imported_at, p.registry_id)
@@ -321,7 +376,7 @@ $$;
 -- last holder can issue nothing more, else a block never used.  Its workers
 -- start above floor_delta.  Committed before the member issues under it.
 -- While the registry holds claims back, returns only held_back_until.
-CREATE FUNCTION uidgen.registry_claim(life uuid, system_identifier text, timeline int, host text, port int,
+CREATE FUNCTION uidgen.registry_claim(protocol int, life uuid, system_identifier text, timeline int, host text, port int,
                                       databases text[],
                                       OUT block bigint, OUT first_worker bigint, OUT last_worker bigint,
                                       OUT floor_delta bigint, OUT lease_ms bigint,
@@ -340,6 +395,7 @@ DECLARE
 	lease_length interval;
 BEGIN
 	PERFORM uidgen.registry_refuse_transaction_block('registry_claim');
+	PERFORM uidgen.registry_check_protocol(protocol);
 	-- Read again once no export or import runs (registry_lock_key('seal')): a
 	-- claim that began before an export committed sees the seal.
 	PERFORM pg_advisory_xact_lock_shared(uidgen.registry_lock_key('seal'));
@@ -472,7 +528,7 @@ $$;
 -- dropped since) released, as uid_registry_release() does: renewed no
 -- more, their ceilings kept (R10), and no longer counted against
 -- max_system_blocks.
-CREATE FUNCTION uidgen.registry_renew(life uuid, system_identifier text, timeline int, host text, port int,
+CREATE FUNCTION uidgen.registry_renew(protocol int, life uuid, system_identifier text, timeline int, host text, port int,
                                       databases text[], blocks bigint[], floors bigint[],
                                       grant_workers bigint[], grant_databases text[],
                                       lease_ids uuid[], grant_leases uuid[], ceilings bigint[],
@@ -492,6 +548,7 @@ DECLARE
 	lease_length interval;
 BEGIN
 	PERFORM uidgen.registry_refuse_transaction_block('registry_renew');
+	PERFORM uidgen.registry_check_protocol(protocol);
 	-- As in registry_claim(): no ceiling rises past an export.
 	PERFORM pg_advisory_xact_lock_shared(uidgen.registry_lock_key('seal'));
 	state := uidgen.registry_check_state();
@@ -595,9 +652,11 @@ $$;
 -- Where this registry's state is now (registry_state), as it is created.
 SELECT uidgen.registry_check_state();
 
-REVOKE EXECUTE ON FUNCTION uidgen.registry_rules(bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_rules(int, bigint, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_check_protocol(int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_counter_proof(bigint) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_check_state() FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION uidgen.registry_identity() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_identity(int) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_holder_bound() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_lease_length(uuid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_shortest_lease(interval, interval) FROM PUBLIC;
@@ -606,7 +665,7 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_refuse_transaction_block(text) FROM P
 REVOKE EXECUTE ON FUNCTION uidgen.registry_member_role() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_lock_key(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_take_seal() FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(uuid, text, int, text, int, text[]) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(uuid, text, int, text, int, text[], bigint[], bigint[],
+REVOKE EXECUTE ON FUNCTION uidgen.registry_claim(int, uuid, text, int, text, int, text[]) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_renew(int, uuid, text, int, text, int, text[], bigint[], bigint[],
                                                  bigint[], text[], uuid[], uuid[], bigint[], uuid[]) FROM PUBLIC;
 

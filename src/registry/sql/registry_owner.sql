@@ -303,6 +303,34 @@ COMMENT ON FUNCTION @extschema@.uid_registry_rebind(text, name)
 	IS 'Moves a member''s system identifier and server lives to another member role, or unbinds it';
 REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_rebind(text, name) FROM PUBLIC;
 
+-- Lets member_role make the member calls of this registry's protocol
+-- (registry_identity(), registry_rules(), registry_claim(),
+-- registry_renew()), whatever their arguments in this protocol version:
+-- the one way to grant them, so that no grant of the owner's names a
+-- signature that another version changes.  An upgrade of the extension
+-- that changes a call's arguments grants the new call to every role that
+-- held the old one.
+CREATE FUNCTION @extschema@.uid_registry_grant_member(member_role name) RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	call regprocedure;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_roles r WHERE r.rolname = member_role) THEN
+		RAISE EXCEPTION 'role "%" does not exist', member_role
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	FOR call IN
+		SELECT p.oid::regprocedure FROM pg_proc p
+		 WHERE p.pronamespace = 'uidgen'::regnamespace
+		   AND p.proname IN ('registry_identity', 'registry_rules', 'registry_claim', 'registry_renew')
+		 ORDER BY p.proname
+	LOOP
+		EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', call, member_role);
+	END LOOP;
+END
+$$;
+REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_grant_member(name) FROM PUBLIC;
+
 -- Server lives and their blocks, for people.
 CREATE VIEW uidgen.server_lives AS
 	SELECT l.life, l.system_identifier, l.timeline, l.host, l.port, l.databases, l.joined_at, l.last_seen,

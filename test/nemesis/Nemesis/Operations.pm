@@ -207,7 +207,7 @@ sub member_txn_open
 	my ($fleet, $fault, $node) = @_;
 	my $hold = sprintf('%.1f', $Nemesis::Fleet::LEASE_TTL * (0.8 + 0.4 * $fault->{u1}));
 	my $role = $node->{nemesis_role};
-	my $call = "uidgen.registry_renew(gen_random_uuid(), 'nemesis_$role', 1, 'nemesis', 0, "
+	my $call = "uidgen.registry_renew(1, gen_random_uuid(), 'nemesis_$role', 1, 'nemesis', 0, "
 	  . q{'{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')};
 	my ($how, $sql) = $fault->{u2} < 0.5
 	  ? ('a transaction block', "BEGIN; SELECT count(*) FROM $call; SELECT pg_sleep($hold); ROLLBACK")
