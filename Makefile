@@ -70,7 +70,7 @@ override PG_CXXFLAGS += -std=c++17 -Wall -Wextra -Wno-register -fno-strict-alias
 WARNINGS_AS_ERRORS = $(if $(WERROR),-Werror)
 override PG_CXXFLAGS += $(WARNINGS_AS_ERRORS)
 SHLIB_LINK += -lstdc++ -pthread
-# The registry agent (src/registry/agent.cpp) reaches the registry with
+# The registry agent (src/registry/registry_connection.cpp) reaches the registry with
 # libpq, as dblink and postgres_fdw do.
 override PG_CPPFLAGS += -isystem $(shell $(PG_CONFIG) --includedir 2>/dev/null)
 SHLIB_LINK_INTERNAL += $(libpq)

@@ -5,7 +5,7 @@
  *
  * With uidgen.registry set, every worker a database of this server claims
  * comes from a block leased to this server life (INV-16 to INV-18 of
- * docs/design.md).  The agent (agent.cpp)
+ * docs/design.md).  The agent (agent.cpp; its calls in registry_calls.cpp)
  * claims and renews the blocks over libpq; backends and keepers take
  * workers out of them here and never talk to the registry themselves.
  * Leases are kept on the monotonic clock: a worker may issue only time
@@ -162,7 +162,7 @@ struct LeaseTable
 	uint64 grant_stamps;		/* the last Grant::stamp given */
 	Grant grants[max_grants];
 	/*
-	 * How many times the agent began to work for a registry (agent.cpp) or
+	 * How many times the agent began to work for a registry (set_status()) or
 	 * a database of this server life joined one (leased_claim.cpp): a
 	 * worker claimed without one issues nothing once this moves (INV-19).
 	 */
