@@ -347,11 +347,10 @@ check_identity()
 		uuid_text(seen, seen_text);
 		uuid_text(pinned, pinned_text);
 		snprintf(message, sizeof(message),
-				 "the registry database is uidgen registry %s, not %s, which this server joined: it was created "
-				 "again, copied, rebuilt or replaced, and knows nothing of this server's leases; nothing is leased or "
-				 "renewed there (to move to it on purpose, run SELECT uid_registry_export(importer) at the old registry "
-				 "and SELECT uid_registry_import(...) with its result at this one, then SELECT uid_registry_move() "
-				 "in every member database; if the old registry is gone for good, "
+				 "the registry database is uidgen registry %s, not %s, which this server joined: created again, "
+				 "copied or rebuilt, it knows nothing of this server's leases; nothing is leased or renewed there (to "
+				 "move to it, run uid_registry_export(importer) at the old registry, uid_registry_import(...) with its "
+				 "result here, then uid_registry_move() in each member database; if the old one is gone for good, "
 				 "uid_registry_move(old_registry_lost => true))",
 				 seen_text, pinned_text);
 		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
