@@ -22,6 +22,7 @@
 #include "core/retry_pacer.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
+#include "pg/uuid_codec.hpp"
 #include "registry/agent_state.hpp"
 #include "registry/lease_bookkeeping.hpp"
 #include "registry/lease_table.hpp"
@@ -290,7 +291,7 @@ adopt_pending(PGconn *candidate, const pg_uuid_t &seen)
 {
 	pg_uuid_t pinned;
 	bool same = pinned_registry(&pinned) && memcmp(pinned.data, seen.data, UUID_LEN) == 0;
-	char seen_text[UUID_LEN * 2 + 5];
+	char seen_text[uuid_text_size];
 
 	disconnect();
 	conn = candidate;

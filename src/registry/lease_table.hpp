@@ -23,6 +23,7 @@
 #include "core/counter_witness.hpp"
 #include "core/layout.hpp"
 #include "core/lease_policy.hpp"
+#include "pg/uuid_codec.hpp"
 
 extern "C" {
 #include "postgres.h"
@@ -61,10 +62,9 @@ struct LeaseId
 };
 static_assert(std::is_trivially_destructible_v<LeaseId>);
 
-/* The text form of a UUID, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
-constexpr int lease_id_text_size = 37;
+/* A lease ID as text, and back: a UUID's (pg/uuid_codec.hpp). */
+constexpr int lease_id_text_size = uuid_text_size;
 void lease_id_text(const LeaseId &id, char out[lease_id_text_size]);
-/* Parses that form strictly (either case); false for anything else. */
 bool parse_lease_id(const char *text, LeaseId *id);
 
 constexpr int max_leased_blocks = 64;

@@ -15,6 +15,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
 #include "pg/time_convert.hpp"
+#include "pg/uuid_codec.hpp"
 #include "registry/agent_state.hpp"
 #include "registry/registry_connection.hpp"
 
@@ -88,7 +89,7 @@ note_counter(const pg_uuid_t &identity, bool had_sent, int64_t sent, int64_t cou
 		return true;
 
 	char message[error_text_size];
-	char identity_text[UUID_LEN * 2 + 5];
+	char identity_text[uuid_text_size];
 
 	uuid_text(identity, identity_text);
 	snprintf(message, sizeof(message),
@@ -266,7 +267,7 @@ read_identity(pg_uuid_t *seen, Predecessors *predecessors)
 	}
 	for (size_t pos = 1; pos + 1 < length && predecessors->count < max_predecessors;)
 	{
-		char one[UUID_LEN * 2 + 5];
+		char one[uuid_text_size];
 		size_t end = pos;
 
 		while (end + 1 < length && list[end] != ',')
@@ -300,8 +301,8 @@ may_move_to(const pg_uuid_t &seen, const Predecessors &predecessors, char messag
 		|| lost_move_wanted())
 		return true;
 
-	char seen_text[UUID_LEN * 2 + 5];
-	char pinned_text[UUID_LEN * 2 + 5];
+	char seen_text[uuid_text_size];
+	char pinned_text[uuid_text_size];
 
 	uuid_text(seen, seen_text);
 	uuid_text(pinned, pinned_text);
@@ -341,8 +342,8 @@ check_identity()
 	if (!note_registry_identity(seen, predecessors, current_attempt, &pinned))
 	{
 		char message[error_text_size];
-		char seen_text[UUID_LEN * 2 + 5];
-		char pinned_text[UUID_LEN * 2 + 5];
+		char seen_text[uuid_text_size];
+		char pinned_text[uuid_text_size];
 
 		uuid_text(seen, seen_text);
 		uuid_text(pinned, pinned_text);
@@ -366,7 +367,7 @@ identity_of(LeaseTable *state)
 	pg_uuid_t uuid;
 
 	memcpy(uuid.data, state->life, UUID_LEN);
-	strlcpy(id.life, DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&uuid))), sizeof(id.life));
+	uuid_text(uuid, id.life);
 	snprintf(id.system_identifier, sizeof(id.system_identifier), UINT64_FORMAT, GetSystemIdentifier());
 	snprintf(id.timeline, sizeof(id.timeline), "%u", GetWALInsertionTimeLine());
 	strlcpy(id.host, server_host_name(), sizeof(id.host));

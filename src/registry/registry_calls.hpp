@@ -10,6 +10,7 @@
  */
 #pragma once
 
+#include "pg/uuid_codec.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_pin.hpp"
 
@@ -20,7 +21,7 @@ namespace uidgen::pg {
 /* The text of this server life's identity, as the registry functions take it: 6 parameters. */
 struct Identity
 {
-	char life[UUID_LEN * 2 + 5];
+	char life[uuid_text_size];
 	char system_identifier[32];
 	char timeline[16];
 	char host[256];
