@@ -76,7 +76,7 @@ ifdef MEMBER_PROTOCOL
 override PG_CPPFLAGS += -DUIDGEN_MEMBER_PROTOCOL=$(MEMBER_PROTOCOL)
 endif
 SHLIB_LINK += -lstdc++ -pthread
-# The registry agent (src/registry/agent.cpp) reaches the registry with
+# The registry agent (src/registry/registry_connection.cpp) reaches the registry with
 # libpq, as dblink and postgres_fdw do.
 override PG_CPPFLAGS += -isystem $(shell $(PG_CONFIG) --includedir 2>/dev/null)
 SHLIB_LINK_INTERNAL += $(libpq)

@@ -83,65 +83,26 @@ block_of_lease(const LeaseTable *state, const LeaseId &lease)
 	return nullptr;
 }
 
-int
-hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Where the text form of a UUID has its hyphens. */
-bool
-hyphen_at(int i)
-{
-	return i == 8 || i == 13 || i == 18 || i == 23;
-}
-
 } // namespace
 
 void
 lease_id_text(const LeaseId &id, char out[lease_id_text_size])
 {
-	static const char digits[] = "0123456789abcdef";
-	int pos = 0;
+	pg_uuid_t uuid;
 
-	for (int i = 0; i < 16; i++)
-	{
-		if (hyphen_at(pos))
-			out[pos++] = '-';
-		out[pos++] = digits[id.bytes[i] >> 4];
-		out[pos++] = digits[id.bytes[i] & 0x0f];
-	}
-	out[pos] = '\0';
+	memcpy(uuid.data, id.bytes, UUID_LEN);
+	uuid_text(uuid, out);
 }
 
 bool
 parse_lease_id(const char *text, LeaseId *id)
 {
-	int byte = 0;
+	pg_uuid_t uuid;
 
-	if (text == nullptr || strlen(text) != lease_id_text_size - 1)
+	if (!parse_uuid_text(text, &uuid))
 		return false;
-	for (int i = 0; i < lease_id_text_size - 1; i += 2)
-	{
-		if (hyphen_at(i))
-		{
-			if (text[i] != '-')
-				return false;
-			i++;
-		}
-		int high = hex_digit(text[i]);
-		int low = hex_digit(text[i + 1]);
-		if (high < 0 || low < 0)
-			return false;
-		id->bytes[byte++] = static_cast<uint8>(high << 4 | low);
-	}
-	return byte == 16;
+	memcpy(id->bytes, uuid.data, UUID_LEN);
+	return true;
 }
 
 Size

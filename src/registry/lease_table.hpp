@@ -5,7 +5,7 @@
  *
  * With uidgen.registry set, every worker a database of this server claims
  * comes from a block leased to this server life (INV-16 to INV-18 of
- * docs/design.md).  The agent (agent.cpp)
+ * docs/design.md).  The agent (agent.cpp; its calls in registry_calls.cpp)
  * claims and renews the blocks over libpq; backends and keepers take
  * workers out of them here and never talk to the registry themselves.
  * Leases are kept on the monotonic clock: a worker may issue only time
@@ -23,6 +23,7 @@
 #include "core/counter_witness.hpp"
 #include "core/layout.hpp"
 #include "core/lease_policy.hpp"
+#include "pg/uuid_codec.hpp"
 
 extern "C" {
 #include "postgres.h"
@@ -61,10 +62,9 @@ struct LeaseId
 };
 static_assert(std::is_trivially_destructible_v<LeaseId>);
 
-/* The text form of a UUID, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
-constexpr int lease_id_text_size = 37;
+/* A lease ID as text, and back: a UUID's (pg/uuid_codec.hpp). */
+constexpr int lease_id_text_size = uuid_text_size;
 void lease_id_text(const LeaseId &id, char out[lease_id_text_size]);
-/* Parses that form strictly (either case); false for anything else. */
 bool parse_lease_id(const char *text, LeaseId *id);
 
 constexpr int max_leased_blocks = 64;
@@ -168,7 +168,7 @@ struct LeaseTable
 	uint64 grant_stamps;		/* the last Grant::stamp given */
 	Grant grants[max_grants];
 	/*
-	 * How many times the agent began to work for a registry (agent.cpp) or
+	 * How many times the agent began to work for a registry (set_status()) or
 	 * a database of this server life joined one (leased_claim.cpp): a
 	 * worker claimed without one issues nothing once this moves (INV-19).
 	 */

@@ -71,4 +71,11 @@ constexpr int renew_params = 15;
 constexpr char renew_call_2[] = UIDGEN_RENEW_CALL(", member_note => $16");
 #undef UIDGEN_RENEW_CALL
 
+/*
+ * The version spoken with the registry, as the agent's last identity call
+ * settled it (0 before the first; LeaseTable::protocol), and its change.
+ */
+int protocol_spoken();
+void note_protocol(int spoken);
+
 } // namespace uidgen::pg

@@ -8,6 +8,7 @@
 #include "pg/identity.hpp"
 #include "pg/pg_clock.hpp"
 #include "pg/time_convert.hpp"
+#include "pg/uuid_codec.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/protocol.hpp"
 
@@ -20,7 +21,6 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
-#include "utils/uuid.h"
 
 #include <type_traits>
 }
@@ -87,15 +87,6 @@ take_snapshot(LeaseTable *state, LeaseTableSnapshot *s)
 	s->registry[sizeof(s->registry) - 1] = '\0';
 	s->pending_registry[sizeof(s->pending_registry) - 1] = '\0';
 	s->pending_error[sizeof(s->pending_error) - 1] = '\0';
-}
-
-Datum
-uuid_datum(const uint8 *bytes)
-{
-	pg_uuid_t *uuid = static_cast<pg_uuid_t *>(palloc(sizeof(pg_uuid_t)));
-
-	memcpy(uuid->data, bytes, UUID_LEN);
-	return UUIDPGetDatum(uuid);
 }
 
 } // namespace

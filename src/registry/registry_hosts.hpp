@@ -1,7 +1,7 @@
 /*
  * registry_hosts.hpp
  *	  The agent's waits: for a descriptor, and for the host names of the
- *	  registry's connection string, resolved apart with a bound (agent.cpp).
+ *	  registry's connection string, resolved apart with a bound (registry_connection.cpp).
  *
  * PQconnectStartParams() resolves a host name synchronously (libpq is
  * non-blocking only with hostaddr), for as long as the resolver takes: a

@@ -84,10 +84,4 @@ bool pinned_registry(pg_uuid_t *id);
  */
 bool pin_seen_registry(pg_uuid_t *adopted, bool *changed);
 
-/* A UUID of canonical text (36 characters, either case); false for anything else. */
-bool parse_uuid_text(const char *text, pg_uuid_t *id);
-
-/* A UUID as text (36 characters and a NUL). */
-void uuid_text(const pg_uuid_t &id, char out[UUID_LEN * 2 + 5]);
-
 } // namespace uidgen::pg

@@ -7,6 +7,7 @@
 
 #include "layout/catalog.hpp"
 #include "pg/identity.hpp"
+#include "pg/uuid_codec.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_pin.hpp"
 #include "workers/committer.hpp"
@@ -77,7 +78,7 @@ uidgen_join_committer_main(Datum)
 		if (registry_hash(registry) != request.registry_hash)
 			return;
 
-		char pinned[UUID_LEN * 2 + 5];
+		char pinned[uuid_text_size];
 		uuid_text(request.registry_id, pinned);
 		/* First the layout, which the join's floor is in (an error here: the session says it). */
 		if (request.adopt_layout)

@@ -23,6 +23,7 @@
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "pg/time_convert.hpp"
+#include "pg/uuid_codec.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_pin.hpp"
 #include "workers/join_committer.hpp"
@@ -139,7 +140,7 @@ reuse_granted_worker(const Layout &layout, const char *identity, Oid worker_tabl
 
 /* The identity of the registry this server's agent pinned, and as text. */
 void
-agent_registry(pg_uuid_t *id, char text[UUID_LEN * 2 + 5])
+agent_registry(pg_uuid_t *id, char text[uuid_text_size])
 {
 	if (!pinned_registry(id))
 		ereport(ERROR,
@@ -316,7 +317,7 @@ join_floor(const char *identity, Oid worker_table, int64_t now_delta, int64_t bo
 	describe_current_registry(registry);
 
 	pg_uuid_t pinned_id;
-	char pinned[UUID_LEN * 2 + 5];
+	char pinned[uuid_text_size];
 	agent_registry(&pinned_id, pinned);
 
 	if (std::optional<int64_t> joined = joined_floor(registry, pinned))
@@ -398,7 +399,7 @@ adopt_registry_layout(Oid worker_table)
 		describe_current_registry(registry);
 
 		pg_uuid_t pinned_id;
-		char pinned[UUID_LEN * 2 + 5];
+		char pinned[uuid_text_size];
 		agent_registry(&pinned_id, pinned);
 
 		int64_t now_delta = fleet.delta_at(backend_clock().now_ms());

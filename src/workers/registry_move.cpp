@@ -17,6 +17,7 @@
 #include "pg/pg_clock.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
+#include "pg/uuid_codec.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_pin.hpp"
 #include "workers/leased_claim.hpp"
@@ -46,8 +47,8 @@ constexpr int agent_wait_ms = 10000;
 [[noreturn]] void
 refuse_unimported(const pg_uuid_t &from, const pg_uuid_t &to, const char *what)
 {
-	char from_text[UUID_LEN * 2 + 5];
-	char to_text[UUID_LEN * 2 + 5];
+	char from_text[uuid_text_size];
+	char to_text[uuid_text_size];
 
 	uuid_text(from, from_text);
 	uuid_text(to, to_text);
@@ -149,7 +150,7 @@ UIDGEN_FUNCTION(uid_registry_move)
 	if (!pinned_now)
 		report_registry_failure("could not read the registry's identity", true);
 
-	char adopted_text[UUID_LEN * 2 + 5];
+	char adopted_text[uuid_text_size];
 	uuid_text(*adopted, adopted_text);
 	char registry[registry_text_size];
 	describe_current_registry(registry);

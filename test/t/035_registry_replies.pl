@@ -149,6 +149,41 @@ fake('claim', $claim_columns, undef);
 wait_for_registry($member);
 like($member->safe_psql('postgres', 'SELECT uid_next()'), qr/^\d+$/, 'with the real functions, the member issues');
 
+# ---- uidgen.registry_identity() -------------------------------------------------
+
+# Which registry this is: a registry_id or predecessors that are not UUIDs as
+# uuid_out() writes them are refused (08P01) before PostgreSQL's uuid_in()
+# sees them, which would raise an error in the agent for text of a UUID's
+# length and hyphens but no hex digits, and would take braces, which uidgen
+# never writes.
+my $log_offset = -s $member->logfile;
+$registry->safe_psql('fake', 'ALTER FUNCTION uidgen.registry_identity(int) RENAME TO real_registry_identity');
+sub fake_identity
+{
+	my ($registry_id, $predecessors) = @_;
+	$registry->safe_psql('fake', 'DROP FUNCTION IF EXISTS uidgen.registry_identity(int); '
+		. 'CREATE FUNCTION uidgen.registry_identity(protocol int) '
+		. 'RETURNS TABLE (registry_id text, predecessors text, registry_protocol int) LANGUAGE sql AS $fake$ '
+		. "SELECT $registry_id, $predecessors, i.registry_protocol FROM uidgen.real_registry_identity(\$1) i \$fake\$");
+}
+fake_identity(q{'registry-1'}, 'i.predecessors::text');
+expect_refusal('identity, not a UUID',
+	q{%reading the registry's identity: column "registry_id" of the reply is not a UUID: "registry-1"%});
+fake_identity(q{'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'}, 'i.predecessors::text');
+expect_refusal('identity, hyphens in place but no hex digits',
+	'%column "registry_id" of the reply is not a UUID: "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"%');
+fake_identity(q{'{' || i.registry_id || '}'}, 'i.predecessors::text');
+expect_refusal('identity, a UUID in braces', '%column "registry_id" of the reply is not a UUID: "{%}"%');
+fake_identity('i.registry_id::text', q{'{' || i.registry_id || ',not-a-uuid}'});
+expect_refusal('identity, predecessors not UUIDs',
+	'%column "predecessors" of the reply is not an array of UUIDs%');
+$registry->safe_psql('fake', 'DROP FUNCTION uidgen.registry_identity(int); '
+	. 'ALTER FUNCTION uidgen.real_registry_identity(int) RENAME TO registry_identity');
+$member->poll_query_until('postgres', q{SELECT bool_and(agent_status = 'ready') FROM uidgen.registry_status})
+  or die 'the agent did not recover';
+ok(!$member->log_contains(qr/background worker "uidgen registry agent" \(PID \d+\) exited/, $log_offset),
+	'the agent read every identity without an error');
+
 # ---- uidgen.registry_renew() ----------------------------------------------------
 
 my $real_renew = 'uidgen.real_registry_renew($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) r';

@@ -129,8 +129,9 @@ sub swap_names
 }
 swap_names('registry_old', 'other');
 ok( $m1->poll_query_until('postgres', qq{
-		SELECT count(*) > 0 FROM uidgen.registry_status WHERE error LIKE '%is uidgen registry $r2, not $r1%'}),
-	'the member refuses the other registry behind the same text');
+		SELECT count(*) > 0 FROM uidgen.registry_status
+		 WHERE error LIKE '%is uidgen registry $r2, not $r1%uid_registry_move(old_registry_lost => true))'}),
+	'the member refuses the other registry behind the same text, and says how to move, in full');
 like(psql_error($m1, 'postgres', 'SELECT uid_registry_move()'),
 	qr/ERROR:  55000: uidgen registry \Q$r2\E has not imported uidgen registry \Q$r1\E, which this server joined.*HINT:  Run SELECT uid_registry_export\(importer\) at the old registry and SELECT uid_registry_import\(...\) with its result at the new one, then move again; if the old registry is gone for good, run SELECT uid_registry_move\(old_registry_lost => true\)\./s,
 	'uid_registry_move() refuses a registry that did not import the one joined (55000), with the way to do it');

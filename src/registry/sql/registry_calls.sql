@@ -173,7 +173,7 @@ $$;
 -- The shortest lease that keeps a member's workers granted under these
 -- rules.  A member grants a worker only from a lease with a second left
 -- (lease_table.cpp, least_lease_left_ms), looks at its leases every second
--- (agent.cpp, tick_ms) and renews a lease once a sixth of it has passed
+-- (agent_state.hpp, tick_ms) and renews a lease once a sixth of it has passed
 -- (renewal_due()); the registry renews a lease only while its ceiling, the
 -- lease's end plus max_borrow rounded up to a unit, is more than
 -- max_clock_skew ahead (registry_renew()).  So a lease needs a second for a
