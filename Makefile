@@ -42,7 +42,7 @@ MODULE_big = $(EXTENSION)
 # The subsystems, each depending only on those before it (docs/design.md,
 # the subsystems; scripts/check-layering.sh, run by make test, enforces it), and
 # src/module.cpp on top.
-LAYERS = core pg layout registry workers server backend
+LAYERS = core pg layout registry worker_table server_scope backend_scope
 OBJS = $(patsubst %.cpp,%.o,$(sort $(foreach layer,$(LAYERS),$(wildcard src/$(layer)/*.cpp)) src/module.cpp))
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 

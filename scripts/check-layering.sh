@@ -8,8 +8,8 @@
 # Prints each violation and exits non-zero if there is one.
 #
 # An include is resolved as the compiler does (-Isrc, see the Makefile), so
-# that no spelling slips past: "x.hpp" and "../server/x.hpp" first beside
-# the including file, then under src/; <server/x.hpp> under src/; and
+# that no spelling slips past: "x.hpp" and "../server_scope/x.hpp" first beside
+# the including file, then under src/; <server_scope/x.hpp> under src/; and
 # "# include" with blanks around the "#".  What resolves to no file of src/
 # is PostgreSQL's or the system's.
 set -euo pipefail
@@ -119,7 +119,7 @@ done < <(grep -rnwE --include='*.cpp' --include='*.hpp' --include='*.c' --includ
 # The second kind names something else that lives on in SQL: registry_claim
 # is the registry's SQL function uidgen.registry_claim(), which C++ calls in
 # its SQL text and comments cite, but it names no file and no C++ identifier
-# (the member's side is the leased claim, src/workers/leased_claim.cpp).
+# (the member's side is the leased claim, src/worker_table/leased_claim.cpp).
 # So it is looked for in code with comments and literals blanked.
 retired_in_code='registry_claim'
 while IFS= read -r file; do
