@@ -3,9 +3,15 @@
 #
 # The folders of src/, in the order the Makefile's LAYERS names them, each
 # include headers only from their own folder and those before it; src/
-# module.cpp, on top, may include any.  Also fails when a name the project
-# retired for being overloaded (the glossary of docs/design.md) comes back.
-# Prints each violation and exits non-zero if there is one.
+# module.cpp, on top, may include any.  A folder inside another's is a layer
+# of its own when LAYERS names it (registry/membership, the member side's
+# high layer, above worker_table while registry is below it): a file's layer
+# is the longest entry of LAYERS its path starts with.  Every folder that
+# holds a source file must be a layer, so that none is left out of the
+# build (the Makefile's OBJS takes each layer's own files) or of this check.
+# Also fails when a name the project retired for being overloaded (the
+# glossary of docs/design.md) comes back.  Prints each violation and exits
+# non-zero if there is one.
 #
 # An include is resolved as the compiler does (-Isrc, see the Makefile), so
 # that no spelling slips past: "x.hpp" and "../server_scope/x.hpp" first beside
@@ -21,6 +27,18 @@ declare -A rank
 for i in "${!layers[@]}"; do rank[${layers[$i]}]=$i; done
 # A header directly in src/ (beside module.cpp) is above every layer.
 top_rank=${#layers[@]}
+
+# layer_of PATH: sets layer to the longest entry of LAYERS that PATH
+# (relative to src/) lies under, or to nothing.
+layer_of() {
+	local candidate
+	layer=
+	for candidate in "${layers[@]}"; do
+		if [[ "$1" == "$candidate"/* ]] && [ ${#candidate} -gt ${#layer} ]; then
+			layer=$candidate
+		fi
+	done
+}
 
 violations=0
 violation() {
@@ -56,7 +74,7 @@ normalize() {
 # src/ when it starts with a layer's name, so that a misspelt include cannot
 # hide a dependency from this check.
 resolve() {
-	local file=$1 form=$2 path=$3 beside under normal
+	local file=$1 form=$2 path=$3 beside under normal layer
 	normalize "${file%/*}/$path"
 	beside=$normal
 	normalize "src/$path"
@@ -68,38 +86,41 @@ resolve() {
 		resolved=$under
 	elif [ "$form" = '"' ] && [[ "$path" == .* ]] && [[ "$beside" == src/* ]]; then
 		resolved=$beside
-	elif [[ "$path" == */* ]] && [ -n "${rank[${path%%/*}]+x}" ]; then
-		resolved=$under
+	else
+		layer_of "$path"
+		[ -z "$layer" ] || resolved=$under
 	fi
 }
 
-for dir in src/*/; do
-	layer=$(basename "$dir")
-	[ -n "${rank[$layer]+x}" ] || violation "src/$layer: a folder the Makefile's LAYERS does not name"
-done
+while IFS= read -r dir; do
+	rel=${dir#src/}
+	[ -n "${rank[$rel]+x}" ] || violation "$dir: a folder of source files the Makefile's LAYERS does not name"
+done < <(find src -mindepth 2 -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' -o -name '*.h' \) -printf '%h\n' | sort -u)
 
 while IFS= read -r file; do
 	rel=${file#src/}
 	[[ "$rel" == */* ]] || continue	# src/module.cpp, on top, may include any
-	layer=${rel%%/*}
-	[ -n "${rank[$layer]+x}" ] || continue	# reported above
+	layer_of "$rel"
+	[ -n "$layer" ] || continue	# reported above
+	own=$layer
 	while IFS=: read -r line form path; do
 		resolve "$file" "$form" "$path"
 		used_file=$resolved
 		[ -n "$used_file" ] || continue	# PostgreSQL's or the system's
 		used_rel=${used_file#src/}
 		if [[ "$used_rel" == */* ]]; then
-			used=${used_rel%%/*}
-			[ -n "${rank[$used]+x}" ] || continue	# a folder reported above
+			layer_of "$used_rel"
+			used=$layer
+			[ -n "$used" ] || continue	# a folder reported above
 			used_rank=${rank[$used]}
 		else
 			used="src/"
 			used_rank=$top_rank
 		fi
-		if [ "$used_rank" -gt "${rank[$layer]}" ]; then
+		if [ "$used_rank" -gt "${rank[$own]}" ]; then
 			close='"'
 			[ "$form" = '"' ] || close='>'
-			violation "$file:$line: $layer includes $form$path$close ($used_file), of $used, a layer above it"
+			violation "$file:$line: $own includes $form$path$close ($used_file), of $used, a layer above it"
 		fi
 	done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<][^">]+[">]' "$file" |
 		sed -E 's/^([0-9]+):[[:space:]]*#[[:space:]]*include[[:space:]]*(["<])([^">]+)[">].*/\1:\2:\3/' || true)
@@ -119,7 +140,7 @@ done < <(grep -rnwE --include='*.cpp' --include='*.hpp' --include='*.c' --includ
 # The second kind names something else that lives on in SQL: registry_claim
 # is the registry's SQL function uidgen.registry_claim(), which C++ calls in
 # its SQL text and comments cite, but it names no file and no C++ identifier
-# (the member's side is the leased claim, src/worker_table/leased_claim.cpp).
+# (the member's side is the leased claim, src/registry/membership/leased_claim.cpp).
 # So it is looked for in code with comments and literals blanked.
 retired_in_code='registry_claim'
 while IFS= read -r file; do

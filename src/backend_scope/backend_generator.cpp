@@ -26,6 +26,7 @@
 #include "backend_scope/backend_generator.hpp"
 
 #include "backend_scope/horizon_lock.hpp"
+#include "claim/claim.hpp"
 #include "core/generator.hpp"
 #include "layout/catalog.hpp"
 #include "layout/reservation.hpp"
@@ -37,10 +38,9 @@
 #include "pg/spi.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/leased_reservation.hpp"
+#include "registry/membership/leased_claim.hpp"
 #include "server_scope/server_generator.hpp"
-#include "worker_table/claim.hpp"
 #include "worker_table/claim_committer.hpp"
-#include "worker_table/leased_claim.hpp"
 #include "worker_table/worker_lock.hpp"
 #include "worker_table/worker_table.hpp"
 
@@ -415,7 +415,7 @@ backend_at_resource_release(ResourceReleasePhase phase, bool is_top_level)
 
 /*
  * At exit, the issuing worker's last unit goes with it into its release
- * (worker_table/claim.hpp).
+ * (claim/claim.hpp).
  */
 void
 retire_and_release_at_exit()

@@ -4,6 +4,7 @@
  */
 #include "server_scope/keeper.hpp"
 
+#include "claim/claim.hpp"
 #include "core/raise_policy.hpp"
 #include "core/shared_cursor.hpp"
 #include "layout/catalog.hpp"
@@ -15,7 +16,6 @@
 #include "pg/transaction.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/leased_reservation.hpp"
-#include "worker_table/claim.hpp"
 #include "worker_table/worker_lock.hpp"
 
 extern "C" {

@@ -267,7 +267,8 @@ hand_over()
  * Claims up to wanted released workers in one transaction, marks them and
  * commits; then lets their two locks go.  False when the pool must leave:
  * the extension was dropped or replaced, or the server works for a
- * registry, whose grants are claimed otherwise (leased_claim.hpp).
+ * registry, whose grants are claimed otherwise
+ * (registry/membership/leased_claim.hpp).
  */
 bool
 refill(int wanted)

@@ -3,7 +3,9 @@
  *	  What the committers share: a background worker started for one write
  *	  that a backend needs committed in a transaction of its own before it
  *	  issues (claim_committer.hpp: a reused worker's claim;
- *	  join_committer.hpp: a database's join of its registry).
+ *	  registry/membership/join_committer.hpp: a database's join of its
+ *	  registry).  It stays with the worker table, below the join committer,
+ *	  which includes it.
  */
 #pragma once
 

@@ -3,14 +3,14 @@
  *	  The join committer: a background worker that joins a database to its
  *	  registry for a session, in a transaction of its own.
  */
-#include "worker_table/join_committer.hpp"
+#include "registry/membership/join_committer.hpp"
 
 #include "layout/catalog.hpp"
 #include "pg/identity.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/membership/leased_claim.hpp"
 #include "registry/registry_pin.hpp"
 #include "worker_table/committer.hpp"
-#include "worker_table/leased_claim.hpp"
 
 extern "C" {
 #include "common/hashfn.h"

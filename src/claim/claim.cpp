@@ -3,7 +3,7 @@
  *	  The one claim path: a worker for a backend or a keeper, from the
  *	  worker table or from the registry's grants, and its release at exit.
  */
-#include "worker_table/claim.hpp"
+#include "claim/claim.hpp"
 
 #include "layout/catalog.hpp"
 #include "layout/reservation.hpp"
@@ -14,9 +14,9 @@
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/membership/leased_claim.hpp"
 #include "worker_table/claim_committer.hpp"
 #include "worker_table/claim_pool.hpp"
-#include "worker_table/leased_claim.hpp"
 #include "worker_table/worker_lock.hpp"
 
 extern "C" {

@@ -2,7 +2,9 @@
  * claim.hpp
  *	  The one claim path, for backends (scope backend) and keepers (scope
  *	  server) alike: a worker from the worker table, or with a registry from
- *	  this server's grants (leased_claim.hpp), and its release at exit.
+ *	  this server's grants (registry/membership/leased_claim.hpp), and its
+ *	  release at exit.  A layer of its own above both, since it calls both
+ *	  and the leased claim uses the worker table (src/claim/README.md).
  */
 #pragma once
 

@@ -13,7 +13,7 @@
  * of an earlier life, or of the time before joining, may belong to another
  * server now).
  */
-#include "worker_table/leased_claim.hpp"
+#include "registry/membership/leased_claim.hpp"
 
 #include "core/generator.hpp"
 #include "layout/catalog.hpp"
@@ -24,8 +24,8 @@
 #include "pg/spi.hpp"
 #include "pg/time_convert.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/membership/join_committer.hpp"
 #include "registry/registry_pin.hpp"
-#include "worker_table/join_committer.hpp"
 #include "worker_table/worker_lock.hpp"
 
 extern "C" {
@@ -98,7 +98,7 @@ id_array(const int64_t *ids, int count)
  * 1.0's reuse among the workers this life granted to this database, above
  * what their last holder noted at its exit too: a holder whose claim never
  * committed, and whose release could not be written (its row was locked or
- * being inserted at its exit, claim.cpp), left the row as it was before.
+ * being inserted at its exit, claim/claim.cpp), left the row as it was before.
  * And above the floor of the lease it is reused under, as a worker taken
  * fresh from the lease is: the row's last unit may be from an earlier lease
  * of the same block, below another server's IDs under the same worker

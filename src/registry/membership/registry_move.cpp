@@ -18,8 +18,8 @@
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "registry/lease_table.hpp"
+#include "registry/membership/leased_claim.hpp"
 #include "registry/registry_pin.hpp"
-#include "worker_table/leased_claim.hpp"
 #include "worker_table/worker_table.hpp"
 
 extern "C" {
