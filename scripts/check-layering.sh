@@ -9,9 +9,7 @@
 # is the longest entry of LAYERS its path starts with.  Every folder that
 # holds a source file must be a layer, so that none is left out of the
 # build (the Makefile's OBJS takes each layer's own files) or of this check.
-# Also fails when a name the project retired for being overloaded (the
-# glossary of docs/design.md) comes back.  Prints each violation and exits
-# non-zero if there is one.
+# Prints each violation and exits non-zero if there is one.
 #
 # An include is resolved as the compiler does (-Isrc, see the Makefile), so
 # that no spelling slips past: "x.hpp" and "../server_scope/x.hpp" first beside
@@ -125,46 +123,6 @@ while IFS= read -r file; do
 	done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<][^">]+[">]' "$file" |
 		sed -E 's/^([0-9]+):[[:space:]]*#[[:space:]]*include[[:space:]]*(["<])([^">]+)[">].*/\1:\2:\3/' || true)
 done < <(find src -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' -o -name '*.h' \) | sort)
-
-# Retired names: each stood for more than one thing (see the glossary).  The
-# first kind may appear nowhere, not even in a comment.
-# Whole words, so that a longer name that merely contains one (say
-# uid_registry_origin) is not taken for it; and the old file names of the
-# member's claim path, in comments too.
-retired='registry_relid|forget_registry|RegistryOrigin|registry_origin|registry_may_have_changed|FleetState|fleet_state|FleetBlock|FleetGrant|FleetRules|fleet_rules|take_fleet_worker|claim_fleet_worker|DatabaseOrigin|database_origin|config_origin|claim_granted_worker'
-while IFS= read -r hit; do
-	violation "$hit: a retired name (docs/design.md, \"Glossary\")"
-done < <(grep -rnwE --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' "$retired" src test/unit || true
-	grep -rnE --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' 'registry_claim\.(cpp|hpp)' src test/unit || true)
-
-# The second kind names something else that lives on in SQL: registry_claim
-# is the registry's SQL function uidgen.registry_claim(), which C++ calls in
-# its SQL text and comments cite, but it names no file and no C++ identifier
-# (the member's side is the leased claim, src/registry/membership/leased_claim.cpp).
-# So it is looked for in code with comments and literals blanked.
-retired_in_code='registry_claim'
-while IFS= read -r file; do
-	violation "$file: a file named after a retired name (docs/design.md, \"Glossary\")"
-done < <(find src test/unit -type f -regextype egrep -regex ".*/($retired_in_code)\.(cpp|hpp|c|h)" | sort)
-# Collected first, so that a failure of perl fails the check.
-hits=$(find src test/unit -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' -o -name '*.h' \) -print0 |
-	RETIRED=$retired_in_code xargs -0 perl -e '
-		my $pattern = qr/\b(?:$ENV{RETIRED})\b/;
-		for my $path (sort @ARGV) {
-			open my $fh, "<", $path or die "$path: $!";
-			my $text = do { local $/; <$fh> };
-			# As scripts/check-boundary.pl: comments and literals blanked, lines kept.
-			$text =~ s{(/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\x27(?:\\.|[^\x27\\\n])*\x27)}{
-				my $m = $1; (my $blank = $m) =~ s/[^\n]/ /g; $blank }gse;
-			my $n = 0;
-			for my $line (split /\n/, $text, -1) {
-				$n++;
-				print "$path:$n: $&\n" if $line =~ $pattern;
-			}
-		}')
-while IFS= read -r hit; do
-	[ -z "$hit" ] || violation "$hit: a retired name in C++ code (docs/design.md, \"Glossary\")"
-done <<<"$hits"
 
 if [ "$violations" -gt 0 ]; then
 	echo "check-layering: $violations violation(s)"
