@@ -41,8 +41,9 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" uidgen.control)
 MODULE_big = $(EXTENSION)
 # The subsystems, each depending only on those before it (docs/design.md,
 # the subsystems; scripts/check-layering.sh, run by make test, enforces it), and
-# src/module.cpp on top.
-LAYERS = core pg layout registry workers server backend
+# src/module.cpp on top.  registry/membership, the member side's high layer, is
+# a layer of its own inside the registry's folder, above worker_table.
+LAYERS = core pg layout registry worker_table registry/membership claim server_scope backend_scope
 OBJS = $(patsubst %.cpp,%.o,$(sort $(foreach layer,$(LAYERS),$(wildcard src/$(layer)/*.cpp)) src/module.cpp))
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 
@@ -93,7 +94,7 @@ PROVE_FLAGS += -I ./test/perl
 
 # PGXS tracks no header dependencies; the project is small enough for every
 # object to depend on every header.
-$(OBJS): $(wildcard src/*/*.hpp)
+$(OBJS): $(wildcard src/*/*.hpp src/*/*/*.hpp)
 
 # ---- the project's own targets ------------------------------------------
 

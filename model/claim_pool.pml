@@ -1,6 +1,6 @@
 /*
  * model/claim_pool.pml: the claim pool's hand-over (INV-8, INV-10, INV-11;
- * src/workers/claim_pool.hpp) issues no unit of a worker twice (MP-4).
+ * src/worker_table/claim_pool.hpp) issues no unit of a worker twice (MP-4).
  *
  * One worker W of one database.  Its two session locks are one lock here
  * (a claimant takes both or neither, INV-8): lk names its holder.  The pool

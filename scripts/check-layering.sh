@@ -3,13 +3,17 @@
 #
 # The folders of src/, in the order the Makefile's LAYERS names them, each
 # include headers only from their own folder and those before it; src/
-# module.cpp, on top, may include any.  Also fails when a name the project
-# retired for being overloaded (the glossary of docs/design.md) comes back.
+# module.cpp, on top, may include any.  A folder inside another's is a layer
+# of its own when LAYERS names it (registry/membership, the member side's
+# high layer, above worker_table while registry is below it): a file's layer
+# is the longest entry of LAYERS its path starts with.  Every folder that
+# holds a source file must be a layer, so that none is left out of the
+# build (the Makefile's OBJS takes each layer's own files) or of this check.
 # Prints each violation and exits non-zero if there is one.
 #
 # An include is resolved as the compiler does (-Isrc, see the Makefile), so
-# that no spelling slips past: "x.hpp" and "../server/x.hpp" first beside
-# the including file, then under src/; <server/x.hpp> under src/; and
+# that no spelling slips past: "x.hpp" and "../server_scope/x.hpp" first beside
+# the including file, then under src/; <server_scope/x.hpp> under src/; and
 # "# include" with blanks around the "#".  What resolves to no file of src/
 # is PostgreSQL's or the system's.
 set -euo pipefail
@@ -21,6 +25,18 @@ declare -A rank
 for i in "${!layers[@]}"; do rank[${layers[$i]}]=$i; done
 # A header directly in src/ (beside module.cpp) is above every layer.
 top_rank=${#layers[@]}
+
+# layer_of PATH: sets layer to the longest entry of LAYERS that PATH
+# (relative to src/) lies under, or to nothing.
+layer_of() {
+	local candidate
+	layer=
+	for candidate in "${layers[@]}"; do
+		if [[ "$1" == "$candidate"/* ]] && [ ${#candidate} -gt ${#layer} ]; then
+			layer=$candidate
+		fi
+	done
+}
 
 violations=0
 violation() {
@@ -56,7 +72,7 @@ normalize() {
 # src/ when it starts with a layer's name, so that a misspelt include cannot
 # hide a dependency from this check.
 resolve() {
-	local file=$1 form=$2 path=$3 beside under normal
+	local file=$1 form=$2 path=$3 beside under normal layer
 	normalize "${file%/*}/$path"
 	beside=$normal
 	normalize "src/$path"
@@ -68,82 +84,45 @@ resolve() {
 		resolved=$under
 	elif [ "$form" = '"' ] && [[ "$path" == .* ]] && [[ "$beside" == src/* ]]; then
 		resolved=$beside
-	elif [[ "$path" == */* ]] && [ -n "${rank[${path%%/*}]+x}" ]; then
-		resolved=$under
+	else
+		layer_of "$path"
+		[ -z "$layer" ] || resolved=$under
 	fi
 }
 
-for dir in src/*/; do
-	layer=$(basename "$dir")
-	[ -n "${rank[$layer]+x}" ] || violation "src/$layer: a folder the Makefile's LAYERS does not name"
-done
+while IFS= read -r dir; do
+	rel=${dir#src/}
+	[ -n "${rank[$rel]+x}" ] || violation "$dir: a folder of source files the Makefile's LAYERS does not name"
+done < <(find src -mindepth 2 -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' -o -name '*.h' \) -printf '%h\n' | sort -u)
 
 while IFS= read -r file; do
 	rel=${file#src/}
 	[[ "$rel" == */* ]] || continue	# src/module.cpp, on top, may include any
-	layer=${rel%%/*}
-	[ -n "${rank[$layer]+x}" ] || continue	# reported above
+	layer_of "$rel"
+	[ -n "$layer" ] || continue	# reported above
+	own=$layer
 	while IFS=: read -r line form path; do
 		resolve "$file" "$form" "$path"
 		used_file=$resolved
 		[ -n "$used_file" ] || continue	# PostgreSQL's or the system's
 		used_rel=${used_file#src/}
 		if [[ "$used_rel" == */* ]]; then
-			used=${used_rel%%/*}
-			[ -n "${rank[$used]+x}" ] || continue	# a folder reported above
+			layer_of "$used_rel"
+			used=$layer
+			[ -n "$used" ] || continue	# a folder reported above
 			used_rank=${rank[$used]}
 		else
 			used="src/"
 			used_rank=$top_rank
 		fi
-		if [ "$used_rank" -gt "${rank[$layer]}" ]; then
+		if [ "$used_rank" -gt "${rank[$own]}" ]; then
 			close='"'
 			[ "$form" = '"' ] || close='>'
-			violation "$file:$line: $layer includes $form$path$close ($used_file), of $used, a layer above it"
+			violation "$file:$line: $own includes $form$path$close ($used_file), of $used, a layer above it"
 		fi
 	done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<][^">]+[">]' "$file" |
 		sed -E 's/^([0-9]+):[[:space:]]*#[[:space:]]*include[[:space:]]*(["<])([^">]+)[">].*/\1:\2:\3/' || true)
 done < <(find src -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' -o -name '*.h' \) | sort)
-
-# Retired names: each stood for more than one thing (see the glossary).  The
-# first kind may appear nowhere, not even in a comment.
-# Whole words, so that a longer name that merely contains one (say
-# uid_registry_origin) is not taken for it; and the old file names of the
-# member's claim path, in comments too.
-retired='registry_relid|forget_registry|RegistryOrigin|registry_origin|registry_may_have_changed|FleetState|fleet_state|FleetBlock|FleetGrant|FleetRules|fleet_rules|take_fleet_worker|claim_fleet_worker|DatabaseOrigin|database_origin|config_origin|claim_granted_worker'
-while IFS= read -r hit; do
-	violation "$hit: a retired name (docs/design.md, \"Glossary\")"
-done < <(grep -rnwE --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' "$retired" src test/unit || true
-	grep -rnE --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' 'registry_claim\.(cpp|hpp)' src test/unit || true)
-
-# The second kind names something else that lives on in SQL: registry_claim
-# is the registry's SQL function uidgen.registry_claim(), which C++ calls in
-# its SQL text and comments cite, but it names no file and no C++ identifier
-# (the member's side is the leased claim, src/workers/leased_claim.cpp).
-# So it is looked for in code with comments and literals blanked.
-retired_in_code='registry_claim'
-while IFS= read -r file; do
-	violation "$file: a file named after a retired name (docs/design.md, \"Glossary\")"
-done < <(find src test/unit -type f -regextype egrep -regex ".*/($retired_in_code)\.(cpp|hpp|c|h)" | sort)
-# Collected first, so that a failure of perl fails the check.
-hits=$(find src test/unit -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' -o -name '*.h' \) -print0 |
-	RETIRED=$retired_in_code xargs -0 perl -e '
-		my $pattern = qr/\b(?:$ENV{RETIRED})\b/;
-		for my $path (sort @ARGV) {
-			open my $fh, "<", $path or die "$path: $!";
-			my $text = do { local $/; <$fh> };
-			# As scripts/check-boundary.pl: comments and literals blanked, lines kept.
-			$text =~ s{(/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\x27(?:\\.|[^\x27\\\n])*\x27)}{
-				my $m = $1; (my $blank = $m) =~ s/[^\n]/ /g; $blank }gse;
-			my $n = 0;
-			for my $line (split /\n/, $text, -1) {
-				$n++;
-				print "$path:$n: $&\n" if $line =~ $pattern;
-			}
-		}')
-while IFS= read -r hit; do
-	[ -z "$hit" ] || violation "$hit: a retired name in C++ code (docs/design.md, \"Glossary\")"
-done <<<"$hits"
 
 if [ "$violations" -gt 0 ]; then
 	echo "check-layering: $violations violation(s)"

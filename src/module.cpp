@@ -3,8 +3,8 @@
  *	  Module magic, _PG_init, the GUCs, and the one set of callbacks that
  *	  PostgreSQL calls at transaction and cache events.
  */
-#include "backend/backend_generator.hpp"
-#include "backend/horizon_lock.hpp"
+#include "backend_scope/backend_generator.hpp"
+#include "backend_scope/horizon_lock.hpp"
 #include "layout/catalog.hpp"
 #include "pg/guard.hpp"
 #include "pg/settings.hpp"
@@ -12,7 +12,7 @@
 #include "registry/dropped_databases.hpp"
 #include "registry/lease_table.hpp"
 #include "registry/registry_pin.hpp"
-#include "server/shared_state.hpp"
+#include "server_scope/shared_state.hpp"
 
 extern "C" {
 #include "lib/stringinfo.h"

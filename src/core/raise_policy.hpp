@@ -9,7 +9,7 @@
  * lease cap of a worker still short of it: a mark beyond what the leases
  * let the database issue would lift every join floor read from it, and
  * the next workers would wait for it (nemesis seed 91).  The keeper
- * applies these (src/server/keeper.cpp); they are unit-tested in
+ * applies these (src/server_scope/keeper.cpp); they are unit-tested in
  * test/unit/raise_policy_test.cpp.
  */
 #pragma once

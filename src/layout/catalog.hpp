@@ -17,7 +17,7 @@ namespace uidgen::pg {
 
 /*
  * The largest worker id a database can use, whatever its layout: a worker
- * is held by session locks (workers/worker_lock.hpp), whose tags have a
+ * is held by session locks (worker_table/worker_lock.hpp), whose tags have a
  * 32-bit object id.
  */
 constexpr int64_t max_lockable_worker = UINT32_MAX;

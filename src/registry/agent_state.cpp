@@ -69,7 +69,7 @@ set_status(AgentStatus status, int sqlstate, const char *error)
 	 * before it leases a block: from here no session issues under a worker
 	 * claimed without it, in a statement that runs across the reload too
 	 * (lease_table.hpp, joined_since(); INV-19).  Before the status, which
-	 * a claim reads after the count (claim.cpp).
+	 * a claim reads after the count (src/claim/claim.cpp).
 	 */
 	if (state->status == AgentStatus::Off && status != AgentStatus::Off)
 		state->joins.fetch_add(1);

@@ -169,8 +169,9 @@ struct LeaseTable
 	Grant grants[max_grants];
 	/*
 	 * How many times the agent began to work for a registry (set_status()) or
-	 * a database of this server life joined one (leased_claim.cpp): a
-	 * worker claimed without one issues nothing once this moves (INV-19).
+	 * a database of this server life joined one (membership/
+	 * leased_claim.cpp): a worker claimed without one issues nothing once
+	 * this moves (INV-19).
 	 */
 	std::atomic<uint64_t> joins;
 	/*

@@ -1,4 +1,4 @@
-# The worker table survives what sessions do to it (INV-8, INV-10; the hazards of src/workers/README.md):
+# The worker table survives what sessions do to it (INV-8, INV-10; the hazards of src/worker_table/README.md):
 # termination inside an open or failed transaction, a dropped database,
 # and many backends registering at once.
 use strict;
