@@ -70,6 +70,12 @@ DECLARE
 	rules text := pg_get_functiondef('uidgen.registry_rules(int, bigint, text)'::regprocedure);
 	renew text := pg_get_functiondef('uidgen.registry_renew(int, uuid, text, int, text, int, text[], bigint[], '
 	                                 'bigint[], bigint[], text[], uuid[], uuid[], bigint[], uuid[])'::regprocedure);
+	-- The roles that may make the calls now, read before the old calls go.
+	holders name[] := ARRAY(
+		SELECT r.rolname FROM pg_proc p, aclexplode(p.proacl) a, pg_roles r
+		 WHERE p.oid = 'uidgen.registry_rules(int, bigint, text)'::regprocedure
+		   AND a.privilege_type = 'EXECUTE' AND r.oid = a.grantee AND r.oid <> p.proowner);
+	holder name;
 BEGIN
 	-- Version 2 adds a reply column to registry_rules() ...
 	rules := replace(rules, 'OUT counter_proof text)', 'OUT counter_proof text, OUT registry_note text)');
@@ -92,15 +98,19 @@ BEGIN
 	CREATE TABLE public.protocol_notes (note text PRIMARY KEY);
 	EXECUTE rules;
 	EXECUTE renew;
-	-- As an upgrade script does: the new calls go to the roles that held the old.
+	-- As an upgrade script must: the new calls go to the roles that held the old.
 	REVOKE EXECUTE ON FUNCTION uidgen.registry_rules(int, bigint, text) FROM PUBLIC;
 	EXECUTE 'REVOKE EXECUTE ON FUNCTION ' || 'uidgen.registry_renew(int, uuid, text, int, text, int, text[], '
 	        'bigint[], bigint[], bigint[], text[], uuid[], uuid[], bigint[], uuid[], text)' || ' FROM PUBLIC';
-	PERFORM uid_registry_grant_member('member_role');
+	FOREACH holder IN ARRAY holders LOOP
+		PERFORM uid_registry_grant_member(holder);
+	END LOOP;
 END
 $v2$;
 SQL
 is($registry->safe_psql('registry', 'SELECT uidgen.registry_protocol_version()'), '2', 'the registry speaks protocol 2');
+is($registry->safe_psql('registry', q{SELECT has_function_privilege('member_role', 'uidgen.registry_rules(int, bigint, text)',
+	'EXECUTE')}), 't', "the member role holds the new registry_rules(), granted from the old one's holders");
 
 ok(poll_for($m2, 60, q{SELECT bool_and(protocol = 2) FROM uidgen.registry_status}),
 	'member 2 speaks protocol 2 with registry 2');

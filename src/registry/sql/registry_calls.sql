@@ -15,6 +15,13 @@ CREATE FUNCTION uidgen.registry_refuse_transaction_block(call text) RETURNS void
 AS 'MODULE_PATHNAME', 'registry_refuse_transaction_block'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 
+-- Whether the calling statement runs inside a transaction block: people's
+-- calls that check the state (uid_registry_quarantine_until(), the
+-- identity) may, and record nothing then (registry_check_state()).
+CREATE FUNCTION uidgen.registry_in_transaction_block() RETURNS boolean
+AS 'MODULE_PATHNAME', 'registry_in_transaction_block'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
 -- The member role a call comes from: the role its session set (SET ROLE,
 -- or options='-c role=...' in uidgen.registry, so that rotating login roles
 -- of one group keep the group's bindings), else its login role; never
@@ -86,15 +93,19 @@ BEGIN
 END
 $$;
 
--- The registry's proof that it replied counter: a digest of the counter
--- and the registry's secret, which only its owner reads, so that no member
--- role can make one for a counter the registry never replied.  The secret
--- on both sides of the counter, whose text is digits only: no digest of a
--- shorter message extends to it.
+-- The registry's proof that it replied counter: a digest of the counter,
+-- the registry's identity and its secret, which only its owner reads, so
+-- that no member role can make one for a counter the registry never
+-- replied, nor bring one from a copy that drew another identity (whose
+-- secret is drawn again too).  A file-level copy, which keeps both, takes
+-- the original's proofs: it is the registry set back that the counter
+-- witnesses.  The secret on both sides: no digest of a shorter message
+-- extends to it.
 CREATE FUNCTION uidgen.registry_counter_proof(counter bigint) RETURNS text
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-	SELECT encode(sha256(convert_to(s.secret || ' counter ' || counter::text || ' ' || s.secret, 'UTF8')), 'hex')
-	  FROM uidgen.registry_secret s
+	SELECT encode(sha256(convert_to(s.secret || ' ' || i.registry_id::text || ' counter ' || counter::text || ' '
+	                                || s.secret, 'UTF8')), 'hex')
+	  FROM uidgen.registry_secret s, uidgen.registry_identity i
 $$;
 
 -- The layout and rules members adopt, and the registry's counter (the
@@ -120,6 +131,10 @@ BEGIN
 		RAISE EXCEPTION 'the uidgen registry database "%" is on a standby', current_database()
 			USING ERRCODE = 'read_only_sql_transaction';
 	END IF;
+	-- As every member call: a rolled-back quarantine must not leave its
+	-- counter moved (setval() is not undone), nor an open one the state
+	-- row locked.
+	PERFORM uidgen.registry_refuse_transaction_block('registry_rules');
 	registry_protocol := uidgen.registry_check_protocol(protocol);
 	IF counter_seen < 0 THEN
 		RAISE EXCEPTION 'uidgen registry counter % is out of range', counter_seen
@@ -217,6 +232,7 @@ CREATE FUNCTION uidgen.registry_identity(protocol int DEFAULT NULL, OUT registry
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	IF protocol IS NOT NULL THEN	-- a member's call; people call it without
+		PERFORM uidgen.registry_refuse_transaction_block('registry_identity');
 		PERFORM uidgen.registry_check_protocol(protocol);
 	END IF;
 	registry_protocol := uidgen.registry_protocol_version();
@@ -263,15 +279,22 @@ BEGIN
 	   OR st.timeline IS DISTINCT FROM tli OR st.server_started_at IS DISTINCT FROM born THEN
 		-- One call records the change; another that finds the row locked
 		-- goes on with the quarantine it computes, which is as long, unless
-		-- the change is a copy's: the new identity is not drawn yet.
-		SELECT * INTO now_st FROM uidgen.registry_state FOR UPDATE SKIP LOCKED;
-		locked := FOUND;
+		-- the change is a copy's: the new identity is not drawn yet.  A call
+		-- inside a transaction block (people's; members' calls are refused
+		-- there) records nothing, so that no open block keeps the change
+		-- unrecorded and the quarantine counted from every call's now().
+		locked := false;
+		IF NOT uidgen.registry_in_transaction_block() THEN
+			SELECT * INTO now_st FROM uidgen.registry_state FOR UPDATE SKIP LOCKED;
+			locked := FOUND;
+		END IF;
 		IF NOT locked THEN
 			IF st.system_identifier IS DISTINCT FROM sys OR st.database_oid IS DISTINCT FROM db THEN
-				RAISE EXCEPTION 'another call is recording the new state of the uidgen registry database "%"',
+				RAISE EXCEPTION 'the new state of the uidgen registry database "%" is not recorded yet',
 				                current_database()
 					USING ERRCODE = 'lock_not_available',
-					      HINT = 'Call again.';
+					      DETAIL = 'It is a copy, whose new identity a call outside a transaction block draws.',
+					      HINT = 'Call again, outside a transaction block.';
 			END IF;
 			now_st := st;
 		END IF;
@@ -293,6 +316,9 @@ BEGIN
 				UPDATE uidgen.registry_identity
 				   SET registry_id = gen_random_uuid(), created_at = now(), fleet_started_at = NULL;
 				DELETE FROM uidgen.registry_predecessor;
+				-- Another registry, another secret: no proof of the copy's
+				-- counter is the original's, nor the reverse.
+				UPDATE uidgen.registry_secret SET secret = gen_random_uuid()::text;
 			END IF;
 			IF locked THEN
 				UPDATE uidgen.registry_state r
@@ -662,6 +688,7 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_lease_length(uuid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_shortest_lease(interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_refuse_transaction_block(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION uidgen.registry_in_transaction_block() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_member_role() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_lock_key(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_take_seal() FROM PUBLIC;

@@ -307,9 +307,9 @@ REVOKE EXECUTE ON FUNCTION @extschema@.uid_registry_rebind(text, name) FROM PUBL
 -- (registry_identity(), registry_rules(), registry_claim(),
 -- registry_renew()), whatever their arguments in this protocol version:
 -- the one way to grant them, so that no grant of the owner's names a
--- signature that another version changes.  An upgrade of the extension
--- that changes a call's arguments grants the new call to every role that
--- held the old one.
+-- signature that another version changes.  An upgrade script that
+-- changes a call's arguments must grant the new call to every role that
+-- held the old one (read from its ACL before the old one is dropped).
 CREATE FUNCTION @extschema@.uid_registry_grant_member(member_role name) RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE

@@ -1,0 +1,110 @@
+# What no session may hold at the registry (a review of issue 32's counter
+# witness, test first: on a719b60 parts A, B, C and C2 failed):
+#
+# A. A template copy of the registry draws another identity, and another
+#    secret: a member role that pumps the copy's counter cannot bring its
+#    proof to the original and quarantine it.
+# B. registry_rules() is refused inside a transaction block (25001), as
+#    every member call is: before, a member role rolled a quarantine back
+#    and kept the counter moved (setval() is not undone), blinding every
+#    member's witness; registry_identity() too, whose first call after a
+#    restart records the registry's new state.
+# C. A session that leaves a transaction open after a restart of the
+#    registry -- a member role's, or the owner's with autocommit off --
+#    does not hold the recording of the restart: before, every other call
+#    counted the quarantine from its own now(), and the quarantine slid for
+#    as long as the session stayed open (no new leases).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use UidgenTest;
+
+my @borrow = ("uidgen.max_borrow = '1s'");
+my $registry = new_registry_node('registry', member => 0, lease_ttl => '4s', max_borrow => '1s', conf => \@borrow);
+my $intruder = new_member_role($registry, 'intruder');
+$registry->safe_psql('postgres', 'CREATE DATABASE regcopy TEMPLATE registry');
+(my $copy_as_intruder = $intruder) =~ s/dbname='?registry'?/dbname=regcopy/;
+
+my $member = new_member_node('member', $registry, conf => \@borrow);
+$member->safe_psql('postgres', 'CREATE TABLE ids (id bigint)');
+$member->safe_psql('postgres', 'INSERT INTO ids SELECT uid_next() FROM generate_series(1, 100)');
+
+sub quarantine_end
+{
+	return $registry->safe_psql('registry', 'SELECT extract(epoch FROM uid_registry_quarantine_until())');
+}
+
+ok($registry->poll_query_until('registry', 'SELECT uid_registry_quarantine_until() IS NULL'),
+	'no quarantine to begin with');
+
+# ---- A: a proof from a template copy -------------------------------------------
+isnt($registry->safe_psql('regcopy', 'SELECT registry_id FROM uidgen.registry_identity()'),
+	$registry->safe_psql('registry', 'SELECT registry_id FROM uidgen.registry_identity()'),
+	'the template copy is another registry');
+isnt($registry->safe_psql('regcopy', 'SELECT secret FROM uidgen.registry_secret'),
+	$registry->safe_psql('registry', 'SELECT secret FROM uidgen.registry_secret'),
+	'with another secret');
+my $target = $registry->safe_psql('registry', 'SELECT last_value FROM uidgen.registry_counter') + 1000;
+my ($rc, $err, $reply) = psql_as($copy_as_intruder, qq{
+	SELECT r.counter || ' ' || r.counter_proof
+	  FROM generate_series(1, $target) g, LATERAL uidgen.registry_rules(protocol => 1 + 0 * g) r
+	 ORDER BY r.counter DESC LIMIT 1});
+is($rc, 0, "a member role pumps the copy's counter") or diag($err);
+my ($forged, $proof) = split / /, $reply;
+($rc, $err) = psql_as($intruder, "SELECT counter FROM uidgen.registry_rules(protocol => 1, counter_seen => $forged, "
+	  . "counter_seen_proof => '$proof')");
+is($rc, 0, 'the original answers the call') or diag($err);
+is(quarantine_end(), '', "A: the copy's proof does not quarantine the original");
+
+# ---- B: member calls inside a transaction block --------------------------------
+for my $call ('uidgen.registry_rules(protocol => 1)', 'uidgen.registry_identity(protocol => 1)')
+{
+	($rc, $err) = psql_as($intruder, "BEGIN; SELECT count(*) FROM $call; ROLLBACK;");
+	(my $name = $call) =~ s/\(.*//;
+	like($err, qr/$name\(\) cannot run inside a transaction block/, "B: $name() is refused in a transaction block");
+}
+is($registry->safe_psql('registry', 'BEGIN; SELECT count(*) FROM uidgen.registry_identity(); COMMIT'), '1',
+	"people's registry_identity() (no protocol) still runs in one");
+
+# ---- C: a transaction left open after a restart ----------------------------------
+# Each holder opens its transaction with its first call after the restart,
+# so that it is the first to see the new state, and keeps it open past the
+# quarantine the restart calls for.
+my $bound = $registry->safe_psql('registry', 'SELECT extract(epoch FROM uidgen.registry_holder_bound())');
+for my $holder ([ 'owner', $registry->connstr('registry'), 'SELECT uid_registry_quarantine_until()' ],
+	[ 'member role', $intruder, 'SELECT registry_id FROM uidgen.registry_identity()' ])
+{
+	my ($who, $connstr, $first_call) = @$holder;
+	$member->stop('fast');
+	$registry->restart;
+	my ($out, $errs) = ('', '');
+	my $hold = IPC::Run::start([ 'psql', '-X', '-At', '-d', $connstr, '-c', 'BEGIN', '-c', $first_call,
+			'-c', 'SELECT pg_sleep(' . ($bound * 3) . ')', '-c', 'ROLLBACK' ], '>', \$out, '2>', \$errs);
+	ok($registry->poll_query_until('registry', q{
+		SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()}),
+		"C: the $who holds its transaction open after the restart");
+	$member->start;
+	ok($registry->poll_query_until('registry', 'SELECT uid_registry_quarantine_until() IS NOT NULL'),
+		'C: the restart quarantines');
+	my $first = quarantine_end();
+	# Past the end the restart called for, with the transaction still open.
+	ok($registry->poll_query_until('registry', "SELECT extract(epoch FROM now()) > $first + 1"),
+		'C: the quarantine would be over');
+	my $later = quarantine_end();
+	ok($later eq '' || $later <= $first,
+		"C: the $who\'s open transaction does not extend the quarantine (end $first, now " . ($later || 'none') . ')');
+	ok(poll_for($member, 60, q{SELECT bool_and(agent_status = 'ready') FROM uidgen.registry_status}),
+		'C: the member works again');
+	$member->safe_psql('postgres', 'CREATE DATABASE fresh_' . ($who =~ s/ /_/r));
+	$member->safe_psql('fresh_' . ($who =~ s/ /_/r), 'CREATE EXTENSION uidgen; SELECT uid_next()');
+	pass("C: a new database of the member issues while the $who\'s transaction is open");
+	$registry->safe_psql('registry', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()});
+	$hold->finish;
+}
+
+done_testing();
