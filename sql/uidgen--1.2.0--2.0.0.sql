@@ -390,13 +390,6 @@ CREATE FUNCTION uidgen.registry_refuse_transaction_block(call text) RETURNS void
 AS 'MODULE_PATHNAME', 'registry_refuse_transaction_block'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 
--- Whether the calling statement runs inside a transaction block: people's
--- calls that check the state (uid_registry_quarantine_until(), the
--- identity) may, and record nothing then (registry_check_state()).
-CREATE FUNCTION uidgen.registry_in_transaction_block() RETURNS boolean
-AS 'MODULE_PATHNAME', 'registry_in_transaction_block'
-LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
-
 -- The member role a call comes from: the role its session set (SET ROLE,
 -- or options='-c role=...' in uidgen.registry, so that rotating login roles
 -- of one group keep the group's bindings), else its login role; never
@@ -511,6 +504,8 @@ BEGIN
 	-- row locked.
 	PERFORM uidgen.registry_refuse_transaction_block('registry_rules');
 	registry_protocol := uidgen.registry_check_protocol(protocol);
+	-- First, so that a copy draws its identity and secret before any proof.
+	PERFORM uidgen.registry_check_state();
 	IF counter_seen < 0 THEN
 		RAISE EXCEPTION 'uidgen registry counter % is out of range', counter_seen
 			USING ERRCODE = 'invalid_parameter_value';
@@ -653,23 +648,16 @@ BEGIN
 	IF st.system_identifier IS DISTINCT FROM sys OR st.database_oid IS DISTINCT FROM db
 	   OR st.timeline IS DISTINCT FROM tli OR st.server_started_at IS DISTINCT FROM born THEN
 		-- One call records the change; another that finds the row locked
-		-- goes on with the quarantine it computes, which is as long, unless
-		-- the change is a copy's: the new identity is not drawn yet.  A call
-		-- inside a transaction block (people's; members' calls are refused
-		-- there) records nothing, so that no open block keeps the change
-		-- unrecorded and the quarantine counted from every call's now().
-		locked := false;
-		IF NOT uidgen.registry_in_transaction_block() THEN
-			SELECT * INTO now_st FROM uidgen.registry_state FOR UPDATE SKIP LOCKED;
-			locked := FOUND;
-		END IF;
+		-- goes on with the quarantine it computes, which is the same, unless
+		-- the change is a copy's: the new identity is not drawn yet.
+		SELECT * INTO now_st FROM uidgen.registry_state FOR UPDATE SKIP LOCKED;
+		locked := FOUND;
 		IF NOT locked THEN
 			IF st.system_identifier IS DISTINCT FROM sys OR st.database_oid IS DISTINCT FROM db THEN
-				RAISE EXCEPTION 'the new state of the uidgen registry database "%" is not recorded yet',
+				RAISE EXCEPTION 'another call is recording the new state of the uidgen registry database "%"',
 				                current_database()
 					USING ERRCODE = 'lock_not_available',
-					      DETAIL = 'It is a copy, whose new identity a call outside a transaction block draws.',
-					      HINT = 'Call again, outside a transaction block.';
+					      HINT = 'Call again.';
 			END IF;
 			now_st := st;
 		END IF;
@@ -681,8 +669,16 @@ BEGIN
 			-- so that a registry restored or failed over to a point before its
 			-- first lease, which leases granted since may have lost, is not
 			-- taken for a new one.
+			-- A restart alone (same system, database and timeline) counts
+			-- from the server's start: every lease it may have lost was
+			-- granted before, and so the quarantine ends where it ends
+			-- whenever the change is noticed and however long the call that
+			-- records it stays open.  Anything else counts from now: a
+			-- promoted standby started long before it took over.
 			IF now_st.system_identifier IS NOT NULL OR EXISTS (SELECT FROM uidgen.worker_block) THEN
-				now_st.quarantine_until := greatest(now_st.quarantine_until, now() + uidgen.registry_holder_bound());
+				now_st.quarantine_until := greatest(now_st.quarantine_until,
+					CASE WHEN now_st.system_identifier = sys AND now_st.database_oid = db AND now_st.timeline = tli
+					     THEN born ELSE now() END + uidgen.registry_holder_bound());
 			END IF;
 			-- Not a restart or a failover, which keep both: a copy, which
 			-- knows the original's leases up to the copy only.
@@ -1063,7 +1059,6 @@ REVOKE EXECUTE ON FUNCTION uidgen.registry_lease_length(uuid) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_shortest_lease(interval, interval) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_touch_life(uuid, text, int, text, int, text[]) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_refuse_transaction_block(text) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION uidgen.registry_in_transaction_block() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_member_role() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_lock_key(text) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION uidgen.registry_take_seal() FROM PUBLIC;
@@ -1150,8 +1145,9 @@ LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	id uuid;
 BEGIN
+	-- First, so that a copy draws its own identity before it is started.
+	PERFORM uidgen.registry_check_state();
 	IF NOT EXISTS (SELECT FROM uidgen.worker_block_lease) THEN
-		PERFORM uidgen.registry_check_state();
 		UPDATE uidgen.registry_state SET quarantine_until = NULL;
 	END IF;
 	UPDATE uidgen.registry_identity SET fleet_started_at = coalesce(fleet_started_at, now())
@@ -1188,7 +1184,7 @@ COMMENT ON FUNCTION @extschema@.uid_registry_quarantine_until()
 CREATE FUNCTION @extschema@.uid_registry_export(importer uuid) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	state record;
+	state record := uidgen.registry_check_state();	-- a copy draws its identity first
 	st    uidgen.registry_state;
 	me    uuid := (SELECT i.registry_id FROM uidgen.registry_identity i);
 BEGIN
@@ -1253,7 +1249,7 @@ COMMENT ON FUNCTION @extschema@.uid_registry_export(uuid)
 CREATE FUNCTION @extschema@.uid_registry_import(document jsonb) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	state record;
+	state record := uidgen.registry_check_state();	-- a copy draws its identity first
 	me    uuid := (SELECT i.registry_id FROM uidgen.registry_identity i);
 	c     uidgen.config;
 	cfg   uidgen.registry_config;

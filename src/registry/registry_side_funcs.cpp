@@ -33,15 +33,3 @@ UIDGEN_FUNCTION(registry_refuse_transaction_block)
 	}
 	PG_RETURN_VOID();
 }
-
-/*
- * registry_in_transaction_block() returns bool: whether the calling
- * statement runs inside a transaction block.  registry_check_state() then
- * records no change of the registry's state: the state row's lock would
- * stay taken while the block stays open, and the change unrecorded, so
- * that every other call would count a quarantine from its own now().
- */
-UIDGEN_FUNCTION(registry_in_transaction_block)
-{
-	PG_RETURN_BOOL(IsTransactionBlock());
-}

@@ -82,21 +82,21 @@ log "$lives lives lease a block each, then renew it $rounds times; the baseline:
 cpu_rules=$(phase rules "DO \$\$ DECLARE t timestamptz; BEGIN
 	FOR r IN 1 .. $rounds + 1 LOOP FOR i IN 1 .. $lives LOOP
 		t := clock_timestamp();
-		PERFORM * FROM uidgen.registry_rules();
+		PERFORM * FROM uidgen.registry_rules(protocol => 1);
 		INSERT INTO bench_call VALUES ('rules', r, extract(epoch FROM clock_timestamp() - t) * 1000);
 	END LOOP; END LOOP; END \$\$")
 cpu_claim=$(phase claim "DO \$\$ DECLARE t timestamptz; c record; l uuid; BEGIN
 	FOR i IN 1 .. $lives LOOP
 		l := gen_random_uuid();
 		t := clock_timestamp();
-		SELECT * INTO STRICT c FROM uidgen.registry_claim(l, 'bench-' || i, 1, 'host-' || i, 5432, '{app}');
+		SELECT * INTO STRICT c FROM uidgen.registry_claim(1, l, 'bench-' || i, 1, 'host-' || i, 5432, '{app}');
 		INSERT INTO bench_call VALUES ('claim', 1, extract(epoch FROM clock_timestamp() - t) * 1000);
 		INSERT INTO bench_life VALUES (i, l, c.block, c.lease_id, c.floor_delta, c.ceiling_delta);
 	END LOOP; END \$\$")
 cpu_renew=$(phase renew "DO \$\$ DECLARE t timestamptz; b record; BEGIN
 	FOR r IN 1 .. $rounds LOOP FOR b IN SELECT * FROM bench_life ORDER BY n LOOP
 		t := clock_timestamp();
-		PERFORM * FROM uidgen.registry_renew(b.life, 'bench-' || b.n, 1, 'host-' || b.n, 5432, '{app}',
+		PERFORM * FROM uidgen.registry_renew(1, b.life, 'bench-' || b.n, 1, 'host-' || b.n, 5432, '{app}',
 			ARRAY[b.block], ARRAY[b.floor_delta], ARRAY[b.block], '{app}', ARRAY[b.lease_id], ARRAY[b.lease_id],
 			ARRAY[b.ceiling_delta]);
 		INSERT INTO bench_call VALUES ('renew', r, extract(epoch FROM clock_timestamp() - t) * 1000);

@@ -268,7 +268,7 @@ races() {
 agent_calls() {
 	q registry -d claims -F ' ' -c "SELECT k.key, sum(p.calls), sum(p.total_exec_time) / sum(p.calls)
 		FROM pg_stat_statements p
-		JOIN (VALUES ('rules', '%uidgen.registry_rules()%'), ('renew', '%uidgen.registry_renew(%'),
+		JOIN (VALUES ('rules', '%uidgen.registry_rules(%'), ('renew', '%uidgen.registry_renew(%'),
 		             ('claim', '%uidgen.registry_claim(%')) k (key, pattern) ON p.query LIKE k.pattern
 		WHERE p.dbid = (SELECT oid FROM pg_database WHERE datname = 'claims')
 		GROUP BY k.key" | while read -r key calls ms; do

@@ -2,18 +2,22 @@
 # witness, test first: on a719b60 parts A, B, C and C2 failed):
 #
 # A. A template copy of the registry draws another identity, and another
-#    secret: a member role that pumps the copy's counter cannot bring its
-#    proof to the original and quarantine it.
+#    secret, at its first call of any kind: a member role that pumps the
+#    copy's counter cannot bring its proof to the original and quarantine
+#    it.
 # B. registry_rules() is refused inside a transaction block (25001), as
 #    every member call is: before, a member role rolled a quarantine back
 #    and kept the counter moved (setval() is not undone), blinding every
 #    member's witness; registry_identity() too, whose first call after a
 #    restart records the registry's new state.
-# C. A session that leaves a transaction open after a restart of the
-#    registry -- a member role's, or the owner's with autocommit off --
-#    does not hold the recording of the restart: before, every other call
-#    counted the quarantine from its own now(), and the quarantine slid for
-#    as long as the session stayed open (no new leases).
+# C. A session whose first call after a restart of the registry stays open
+#    -- a member role's long statement or open transaction, the owner's
+#    transaction with autocommit off -- does not make the quarantine slide:
+#    a restart's quarantine counts from the server's start.  Before, every
+#    other call counted it from its own now() while the change stayed
+#    unrecorded (no new leases for as long as the session stayed open).
+# D. The extension installs and updates inside a transaction block and in
+#    a string of several statements (an implicit block).
 use strict;
 use warnings;
 
@@ -42,12 +46,7 @@ ok($registry->poll_query_until('registry', 'SELECT uid_registry_quarantine_until
 	'no quarantine to begin with');
 
 # ---- A: a proof from a template copy -------------------------------------------
-isnt($registry->safe_psql('regcopy', 'SELECT registry_id FROM uidgen.registry_identity()'),
-	$registry->safe_psql('registry', 'SELECT registry_id FROM uidgen.registry_identity()'),
-	'the template copy is another registry');
-isnt($registry->safe_psql('regcopy', 'SELECT secret FROM uidgen.registry_secret'),
-	$registry->safe_psql('registry', 'SELECT secret FROM uidgen.registry_secret'),
-	'with another secret');
+# The rules calls are the copy's first: nothing else has looked at it.
 my $target = $registry->safe_psql('registry', 'SELECT last_value FROM uidgen.registry_counter') + 1000;
 my ($rc, $err, $reply) = psql_as($copy_as_intruder, qq{
 	SELECT r.counter || ' ' || r.counter_proof
@@ -59,6 +58,12 @@ my ($forged, $proof) = split / /, $reply;
 	  . "counter_seen_proof => '$proof')");
 is($rc, 0, 'the original answers the call') or diag($err);
 is(quarantine_end(), '', "A: the copy's proof does not quarantine the original");
+isnt($registry->safe_psql('regcopy', 'SELECT registry_id FROM uidgen.registry_identity()'),
+	$registry->safe_psql('registry', 'SELECT registry_id FROM uidgen.registry_identity()'),
+	'the template copy is another registry');
+isnt($registry->safe_psql('regcopy', 'SELECT secret FROM uidgen.registry_secret'),
+	$registry->safe_psql('registry', 'SELECT secret FROM uidgen.registry_secret'),
+	'with another secret');
 
 # ---- B: member calls inside a transaction block --------------------------------
 for my $call ('uidgen.registry_rules(protocol => 1)', 'uidgen.registry_identity(protocol => 1)')
@@ -75,18 +80,20 @@ is($registry->safe_psql('registry', 'BEGIN; SELECT count(*) FROM uidgen.registry
 # so that it is the first to see the new state, and keeps it open past the
 # quarantine the restart calls for.
 my $bound = $registry->safe_psql('registry', 'SELECT extract(epoch FROM uidgen.registry_holder_bound())');
-for my $holder ([ 'owner', $registry->connstr('registry'), 'SELECT uid_registry_quarantine_until()' ],
-	[ 'member role', $intruder, 'SELECT registry_id FROM uidgen.registry_identity()' ])
+my $sleep = 'pg_sleep(' . ($bound * 3) . ')';
+for my $holder ([ 'owner', $registry->connstr('registry'), 'BEGIN', 'SELECT uid_registry_quarantine_until()' ],
+	[ 'member role', $intruder, 'BEGIN', 'SELECT registry_id FROM uidgen.registry_identity()' ],
+	[ 'member role\'s long statement', $intruder, 'SELECT 1', "SELECT registry_id, $sleep FROM uidgen.registry_identity()" ])
 {
-	my ($who, $connstr, $first_call) = @$holder;
+	my ($who, $connstr, $begin, $first_call) = @$holder;
 	$member->stop('fast');
 	$registry->restart;
 	my ($out, $errs) = ('', '');
-	my $hold = IPC::Run::start([ 'psql', '-X', '-At', '-d', $connstr, '-c', 'BEGIN', '-c', $first_call,
-			'-c', 'SELECT pg_sleep(' . ($bound * 3) . ')', '-c', 'ROLLBACK' ], '>', \$out, '2>', \$errs);
+	my $hold = IPC::Run::start([ 'psql', '-X', '-At', '-d', $connstr, '-c', $begin, '-c', $first_call,
+			'-c', "SELECT $sleep", '-c', 'ROLLBACK' ], '>', \$out, '2>', \$errs);
 	ok($registry->poll_query_until('registry', q{
 		SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()}),
-		"C: the $who holds its transaction open after the restart");
+		"C: the $who holds its first call open after the restart");
 	$member->start;
 	ok($registry->poll_query_until('registry', 'SELECT uid_registry_quarantine_until() IS NOT NULL'),
 		'C: the restart quarantines');
@@ -99,12 +106,21 @@ for my $holder ([ 'owner', $registry->connstr('registry'), 'SELECT uid_registry_
 		"C: the $who\'s open transaction does not extend the quarantine (end $first, now " . ($later || 'none') . ')');
 	ok(poll_for($member, 60, q{SELECT bool_and(agent_status = 'ready') FROM uidgen.registry_status}),
 		'C: the member works again');
-	$member->safe_psql('postgres', 'CREATE DATABASE fresh_' . ($who =~ s/ /_/r));
-	$member->safe_psql('fresh_' . ($who =~ s/ /_/r), 'CREATE EXTENSION uidgen; SELECT uid_next()');
+	(my $db = "fresh_$who") =~ s/\W/_/g;
+	$member->safe_psql('postgres', "CREATE DATABASE $db");
+	$member->safe_psql($db, 'CREATE EXTENSION uidgen; SELECT uid_next()');
 	pass("C: a new database of the member issues while the $who\'s transaction is open");
 	$registry->safe_psql('registry', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()});
 	$hold->finish;
 }
+
+# ---- D: the extension inside transaction blocks -----------------------------------
+$registry->safe_psql('postgres', 'CREATE DATABASE in_block; CREATE DATABASE in_string');
+is($registry->safe_psql('in_block', 'BEGIN; CREATE EXTENSION uidgen; SELECT count(*) FROM uidgen.registry_state; COMMIT'),
+	'1', 'D: CREATE EXTENSION runs inside a transaction block');
+($rc, $err) = psql_as($registry->connstr('in_string'),
+	'CREATE EXTENSION uidgen VERSION \'1.0.0\'; ALTER EXTENSION uidgen UPDATE; SELECT uid_next()');
+is($rc, 0, 'D: and installs and updates in a string of several statements') or diag($err);
 
 done_testing();

@@ -77,8 +77,9 @@ LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	id uuid;
 BEGIN
+	-- First, so that a copy draws its own identity before it is started.
+	PERFORM uidgen.registry_check_state();
 	IF NOT EXISTS (SELECT FROM uidgen.worker_block_lease) THEN
-		PERFORM uidgen.registry_check_state();
 		UPDATE uidgen.registry_state SET quarantine_until = NULL;
 	END IF;
 	UPDATE uidgen.registry_identity SET fleet_started_at = coalesce(fleet_started_at, now())
@@ -115,7 +116,7 @@ COMMENT ON FUNCTION @extschema@.uid_registry_quarantine_until()
 CREATE FUNCTION @extschema@.uid_registry_export(importer uuid) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	state record;
+	state record := uidgen.registry_check_state();	-- a copy draws its identity first
 	st    uidgen.registry_state;
 	me    uuid := (SELECT i.registry_id FROM uidgen.registry_identity i);
 BEGIN
@@ -180,7 +181,7 @@ COMMENT ON FUNCTION @extschema@.uid_registry_export(uuid)
 CREATE FUNCTION @extschema@.uid_registry_import(document jsonb) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-	state record;
+	state record := uidgen.registry_check_state();	-- a copy draws its identity first
 	me    uuid := (SELECT i.registry_id FROM uidgen.registry_identity i);
 	c     uidgen.config;
 	cfg   uidgen.registry_config;
