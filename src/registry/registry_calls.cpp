@@ -357,12 +357,10 @@ check_identity()
 	pg_uuid_t seen;
 	pg_uuid_t pinned;
 	Predecessors predecessors;
-
 	int spoken;
 
 	if (!read_identity(&seen, &predecessors, &spoken))
 		return false;
-	note_protocol(spoken);
 	/* Another registry under another uidgen.registry: as in adopt_pending(). */
 	if (text_changed_since_pin && pinned_registry(&pinned) && memcmp(pinned.data, seen.data, UUID_LEN) != 0)
 	{
@@ -395,6 +393,8 @@ check_identity()
 		set_status(AgentStatus::Failed, ERRCODE_SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION, message);
 		return false;
 	}
+	/* Only for a registry this server works with: registry_status shows what it speaks there. */
+	note_protocol(spoken);
 	return true;
 }
 

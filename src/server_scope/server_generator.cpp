@@ -114,21 +114,27 @@ leave_joined_source()
 	wake_keeper(g);
 }
 
+/* The source to issue from: started when there is none, left and started again once the server joined. */
+Source &
+current_source()
+{
+	for (;;)
+	{
+		if (!server.source)
+			start_source();
+		if (!joined_since_keeper_claimed(*server.source))
+			return *server.source;
+		leave_joined_source();
+	}
+}
+
 /* The slow path: a borrowed worker, a new chunk, or a new source first when there is none. */
 int64_t
 next_from_new_chunk()
 {
 	for (;;)
 	{
-		if (!server.source)
-			start_source();
-		if (joined_since_keeper_claimed(*server.source))
-		{
-			leave_joined_source();
-			continue;
-		}
-
-		Source &source = *server.source;
+		Source &source = current_source();
 		int64_t uid;
 
 		if (source.borrowed)
@@ -183,15 +189,7 @@ next_server_block(int64_t n)
 {
 	for (;;)
 	{
-		if (!server.source)
-			start_source();
-		if (joined_since_keeper_claimed(*server.source))
-		{
-			leave_joined_source();
-			continue;
-		}
-
-		Source &source = *server.source;
+		Source &source = current_source();
 		SharedGenerator *g = source.shared;
 
 		/* The block comes from the cursor, above everything this backend issued so far. */

@@ -28,7 +28,9 @@ use IPC::Run;
 use UidgenTest;
 
 my @borrow = ("uidgen.max_borrow = '1s'");
-my $registry = new_registry_node('registry', member => 0, lease_ttl => '4s', max_borrow => '1s', conf => \@borrow);
+# A lease long enough that a loaded machine restarts the registry and looks
+# at its quarantine well within it (it counts from the server's start).
+my $registry = new_registry_node('registry', member => 0, lease_ttl => '8s', max_borrow => '1s', conf => \@borrow);
 my $intruder = new_member_role($registry, 'intruder');
 $registry->safe_psql('postgres', 'CREATE DATABASE regcopy TEMPLATE registry');
 (my $copy_as_intruder = $intruder) =~ s/dbname='?registry'?/dbname=regcopy/;
@@ -94,10 +96,10 @@ for my $holder ([ 'owner', $registry->connstr('registry'), 'BEGIN', 'SELECT uid_
 	ok($registry->poll_query_until('registry', q{
 		SELECT count(*) = 1 FROM pg_stat_activity WHERE query LIKE '%pg_sleep%' AND pid <> pg_backend_pid()}),
 		"C: the $who holds its first call open after the restart");
-	$member->start;
 	ok($registry->poll_query_until('registry', 'SELECT uid_registry_quarantine_until() IS NOT NULL'),
 		'C: the restart quarantines');
 	my $first = quarantine_end();
+	$member->start;
 	# Past the end the restart called for, with the transaction still open.
 	ok($registry->poll_query_until('registry', "SELECT extract(epoch FROM now()) > $first + 1"),
 		'C: the quarantine would be over');
