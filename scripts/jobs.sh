@@ -139,6 +139,14 @@ jobs_summary() {
 		done
 		[ "$n" -eq 0 ] || printf '%-10s %4d passed, %d failed\n' "$kind" "$p" "$f"
 	done
+	# The failed jobs by name, so that a summary read alone (CI shows the
+	# end of a long run) says where to look.
+	local names=()
+	for result in "${jobs_results[@]}"; do
+		read -r name passed failed _ <<<"$result"
+		[ "$failed" -eq 0 ] || names+=("$name")
+	done
+	[ "${#names[@]}" -eq 0 ] || echo "failed:    ${names[*]}"
 }
 
 # The closing line; false when anything failed or no test ran.

@@ -101,7 +101,7 @@ for i in "${!configs[@]}"; do
 	passed=$((passed + p))
 	failed=$((failed + f))
 	report+=("PostgreSQL ${label:-15}: $p passed, $f failed ($((SECONDS - start)) s)")
-	while IFS= read -r line; do report+=("    $line"); done < <(grep -E '^(checks|unit|regress|isolation|tap) +[0-9]+ passed' "$out" || true)
+	while IFS= read -r line; do report+=("    $line"); done < <(grep -E '^((checks|unit|regress|isolation|tap) +[0-9]+ passed|failed: )' "$out" || true)
 	rm -f "$out"
 done
 
