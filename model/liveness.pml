@@ -33,10 +33,16 @@
  * within S of the registry's comes to hold a lease it can issue under at
  * its clock, and holds one from then on.
  *
+ * A member role's own calls of registry_rules() with a counter it made up
+ * are no fault: nothing stops them, before or after the faults.  The
+ * registry heeds only a counter with its proof (R9), which no member role
+ * can make, so they change nothing here (COUNTER_WITHOUT_PROOF has them).
+ *
  * Mutants (each must fail): QUARANTINE_NEVER_LIFTS (quarantine_until
  * never passes), NO_RENEW_AFTER_RESTART (an agent that stops renewing
  * after a restart), RENEW_AFTER_LAPSE (renewal due only once the lease
- * lapsed, which the agent never renews).
+ * lapsed, which the agent never renews), COUNTER_WITHOUT_PROOF (the
+ * registry heeds a counter without its proof: the code before test 048).
  */
 
 #define TTL   3		/* lease length, in ticks */
@@ -249,6 +255,12 @@ active proctype fleet()
 		down(q, 0);
 #endif
 		if :: pend -> down(p_floor, LO); down(p_ceil, LO) :: else -> skip fi;
+#ifdef COUNTER_WITHOUT_PROOF
+		/* a member role calls registry_rules() with a counter above the
+		 * registry's that it made up, once a tick or not: heeded, it
+		 * quarantines.  The registry ignores it without its proof (R9). */
+		if :: q = HB :: skip fi;
+#endif
 		CLR }
 
 	/* a delayed renewal runs at the registry; its reply comes too late */

@@ -74,6 +74,7 @@ RUNS+=(
 	"liveness.pml|-DQUARANTINE_NEVER_LIFTS|fail|-a"
 	"liveness.pml|-DNO_RENEW_AFTER_RESTART|fail|-a"
 	"liveness.pml|-DRENEW_AFTER_LAPSE|fail|-a"
+	"liveness.pml|-DCOUNTER_WITHOUT_PROOF|fail|-a"
 )
 
 # Copies of the registry (model/copies.pml): one PostgreSQL tells apart (a
