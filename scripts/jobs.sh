@@ -147,6 +147,11 @@ jobs_summary() {
 		[ "$failed" -eq 0 ] || names+=("$name")
 	done
 	[ "${#names[@]}" -eq 0 ] || echo "failed:    ${names[*]}"
+	# and the first failed assertions of each, or how it broke
+	for name in "${names[@]}"; do
+		grep -m6 -E "Failed test|died|Bail out| line [0-9]+\.$|Tests: .* Failed" "$jobs_dir/$name.log" 2>/dev/null |
+			cut -c1-200 | sed "s/^[[:space:]]*/failed:    $name: /" || true
+	done
 }
 
 # The closing line; false when anything failed or no test ran.
