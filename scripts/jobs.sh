@@ -130,7 +130,7 @@ jobs_summary() {
 			read -r name passed failed _ <<<"$result"
 			case "$name" in
 				unit|regress|isolation) [ "$name" = "$kind" ] || continue ;;
-				layering|meta|boundary|design-ids) [ "$kind" = checks ] || continue ;;
+				layering|meta|boundary|design-ids|sql-assembled) [ "$kind" = checks ] || continue ;;
 				*) [ "$kind" = tap ] || continue ;;
 			esac
 			p=$((p + passed))
