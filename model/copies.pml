@@ -44,7 +44,8 @@
  * Fault beyond the assumptions (an expected counterexample):
  * FAULT_UNSEEN_REVERT (ASM-1's witness clause broken: the copy that went
  * back leases before any member that saw the original's later counter
- * calls it).
+ * calls it), FAULT_TWO_WRITABLE (ASM-2 broken: the copy PostgreSQL cannot
+ * tell apart serves beside the original, both writable with one identity).
  */
 
 #define TTL   2		/* lease length (the TTL) */
@@ -178,7 +179,10 @@ active proctype world()
 	 * original's place (ASM-2); a file copy's start quarantines, a
 	 * snapshot's revert does not */
 	:: atomic { copied && !started ->
-		started = true; up[1] = true; up[0] = false;
+		started = true; up[1] = true;
+#ifndef FAULT_TWO_WRITABLE
+		up[0] = false;
+#endif
 		if :: quar[1] = R + HB :: skip fi }
 
 	/* a name switch: a member's uidgen.registry now reaches the other */

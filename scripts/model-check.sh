@@ -86,6 +86,7 @@ RUNS+=(
 	"copies.pml|-DCOPY_KEEPS_IDENTITY|fail"
 	"copies.pml|-DNO_COUNTER_WITNESS|fail"
 	"copies.pml|-DFAULT_UNSEEN_REVERT|fail"
+	"copies.pml|-DFAULT_TWO_WRITABLE|fail"
 )
 
 # check_one N RUN: one run in its own directory; writes its line and verdict
