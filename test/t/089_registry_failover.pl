@@ -68,7 +68,7 @@ my $window = $standby->safe_psql('registry',
 	"SELECT extract(epoch FROM '$until'::timestamptz - to_timestamp($t1))::numeric(8,1)");
 my $bound = $standby->safe_psql('registry', 'SELECT extract(epoch FROM uidgen.registry_holder_bound())');
 cmp_ok($window, '<=', $bound + 15, "no new lease for $window s after the promotion (bound $bound s + a member's call)");
-note("a registry failover: no new block for $window s after the primary stopped (TTL + max_borrow + clock bound: $bound s)");
+note("a registry failover: no new block for $window s after the promotion (TTL + max_borrow + clock bound: $bound s)");
 is($standby->safe_psql('registry', 'SELECT registry_id FROM uidgen.registry_identity'), $registry_id,
 	'the promoted standby is the same registry identity');
 

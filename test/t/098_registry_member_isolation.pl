@@ -128,7 +128,9 @@ is($registry->safe_psql('registry', "SELECT life FROM uidgen.worker_block WHERE 
 is($registry->safe_psql('registry', 'SELECT count(*) FROM uidgen.worker_block WHERE block > 16'), '0',
 	'no block beyond the layout (64 workers, blocks of 4) is recorded');
 
-# And the member went on issuing throughout, every ID once.
+# And the member went on issuing throughout, every ID once: under leases of
+# 3 s again, so that the issuing below outlives three of them.
+$registry->safe_psql('registry', "SELECT uid_registry_configure(lease_ttl => '3s')");
 ($failed, $issued) = issue_for_three_leases();
 is($failed, 0, "the member issues after the quarantine's re-assertions ($issued IDs)");
 $second->safe_psql('postgres', 'INSERT INTO ids SELECT uid_next() FROM generate_series(1, 1000)');
