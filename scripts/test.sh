@@ -120,8 +120,14 @@ job_tap() {	# job_tap COUNTS FILE DIR (DIR for tmp_check, the top by default)
 	total=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$log" | tail -1)
 	failed=$({ grep -oE 'Failed: [0-9]+\)' "$log" || true; } | awk '{ n += $2 } END { print n + 0 }')
 	total=${total:-0}
-	# A file that died without failing an assertion still failed.
-	[ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
+	# A file that died without failing an assertion still failed.  Its
+	# message went to its own log only (PostgreSQL::Test::Utils sends
+	# stderr there): printed into the job's, for the summary to name.
+	if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+		failed=1
+		grep -hE ' line [0-9]+\.$' $(tap_logs "$file" "$dir" | head -1) 2>/dev/null | tail -2 |
+			sed 's/^/died: /' || true
+	fi
 	echo "$((total - failed > 0 ? total - failed : 0)) $failed" >"$1"
 }
 

@@ -11,9 +11,10 @@
 # beside the new one (12,680 and 27,385 duplicates on the first version of
 # this test; the review counted 3,520,386 and 1,367,807).
 #
-# With worker_bits 2 and blocks of one worker the fleet has three blocks;
-# blocks 1 and 2 lapse together, and block 2 is then held back at the
-# registry, so that the agent gets block 1 back for sure.
+# With worker_bits 2 and blocks of one worker the fleet has three blocks.
+# Blocks 1 and 2 lapse together; blocks 2 and 3 are held back at the
+# registry meanwhile, so that block 1 is the only one the agent can lease
+# next.
 use strict;
 use warnings;
 
@@ -117,13 +118,25 @@ ok($registry->poll_query_until('registry', q{
 $registry->safe_psql('registry', "SELECT uid_registry_configure(lease_ttl => '2s')");
 my $locker = $registry->background_psql('registry');
 $locker->query_safe('BEGIN; LOCK TABLE uidgen.worker_block IN EXCLUSIVE MODE');
+# Block 3, never leased, is held back from now on as if another server
+# held it.  A claim of the agent that waits for the lock reads the
+# registry's clock as its transaction began, before block 1 was reusable:
+# it went on to lease block 3, fresh, and with a worker in reserve the
+# agent wanted block 1 no more (the agent did not lease block 1 again,
+# twice in CI).
+$locker->query_safe(q{
+	INSERT INTO uidgen.worker_block
+	       (block, first_worker, last_worker, life, status, claimed_at, lease_expires_at, reusable_after, lease_id,
+	        ceiling_delta)
+	SELECT 3, 3, 3, life, 'leased', now(), now(), now() + interval '1 hour', gen_random_uuid(), ceiling_delta
+	  FROM uidgen.worker_block WHERE block = 2});
 poll_for($member, 60, q{SELECT count(*) = 0 FROM uidgen.registry_status WHERE lease_left_ms > 0})
   or die 'the leases did not lapse: ' . blocks();
 $registry->poll_query_until('registry', q{SELECT bool_and(reusable_after < now()) FROM uidgen.worker_block WHERE block IN (1, 2)})
   or die 'blocks 1 and 2 did not become reusable';
-# Block 1 alone is left to lease: the registry hands out the block that
-# became reusable first, which may be block 2 (its lease may have been
-# renewed last), and the scenario needs the worker session a still holds.
+# Block 2 is held back too: the registry hands out the block that became
+# reusable first, which may be block 2 (its lease may have been renewed
+# last), and the scenario needs the worker session a still holds.
 $locker->query_safe(q{UPDATE uidgen.worker_block SET reusable_after = now() + interval '1 hour' WHERE block = 2});
 $locker->query_safe('COMMIT');
 $locker->quit;
