@@ -85,6 +85,17 @@ while (time < $deadline && $held eq '')
 	select(undef, undef, undef, 0.1);
 }
 isnt($held, '', 'the copy quarantines at the first call of a member that saw the original go on');
+
+# m3 joins the copy and writes; m2 follows at once.  Before the checks of
+# m1 below, which a loaded machine can make longer than what m2's leases
+# from the original (10 s from their last renewal) have left: m2 must
+# still hold them when it reaches the copy, to re-assert them there.
+$m3->append_conf('postgresql.conf', "$line\n");
+$m3->reload;
+push @loops, start_timed_writer($m3, 30);
+$m2->append_conf('postgresql.conf', "$line\n");
+$m2->reload;
+
 ok( poll_for($m1, 30, "SELECT coalesce(bool_or(registry LIKE '%port=$port%' AND quarantine_until IS NOT NULL), false) "
 		. 'FROM uidgen.registry_status'),
 	"m1 works with the copy, and its registry_status shows the quarantine");
@@ -92,13 +103,6 @@ like(slurp_file($m1->logfile), qr/uidgen registry \S+ has gone back: its counter
 	'm1 logs that the registry went back');
 ok($copy->poll_query_until('registry', "SELECT last_value >= $counter FROM uidgen.registry_counter"),
 	"the copy's counter moves above what the members saw");
-
-# m3 joins the copy and writes; m2 follows.
-$m3->append_conf('postgresql.conf', "$line\n");
-$m3->reload;
-push @loops, start_timed_writer($m3, 30);
-$m2->append_conf('postgresql.conf', "$line\n");
-$m2->reload;
 finish_sql_loops(@loops);
 
 my @lists = map { $_->safe_psql('postgres', 'SELECT id FROM ids') } ($m1, $m2, $m3);
