@@ -20,12 +20,16 @@ use UidgenTest;
 
 my $dir = PostgreSQL::Test::Utils::tempdir();
 
-# A session of node inserting IDs of source in batches until it is stopped.
+# A session of node inserting IDs of source in batches until it is stopped,
+# going on past a batch that fails: under leases of 2 s a renewal late on a
+# loaded machine lets the lease lapse for a moment, and the member's
+# sessions then claim again.  What is asserted is where IDs lie and that
+# none repeats, not that no batch failed.
 sub loop_sql
 {
 	my ($source) = @_;
-	return "DO \$\$ BEGIN LOOP INSERT INTO ids SELECT uid_next(), '$source' FROM generate_series(1, 500); COMMIT; "
-	  . "PERFORM pg_sleep(0.01); END LOOP; END \$\$";
+	return "DO \$\$ BEGIN LOOP BEGIN INSERT INTO ids SELECT uid_next(), '$source' FROM generate_series(1, 500); "
+	  . "EXCEPTION WHEN OTHERS THEN PERFORM pg_sleep(0.05); END; COMMIT; PERFORM pg_sleep(0.01); END LOOP; END \$\$";
 }
 
 sub stop_loops
