@@ -633,7 +633,9 @@ sub replace_registry_with_backup
 	$restored->init_from_backup($registry_node, $backup_name);
 	$restored->append_conf('postgresql.conf',
 		'port = ' . $registry_node->port . "\nunix_socket_directories = '" . $registry_node->host . "'\n");
-	$registry_node->stop('fast');
+	# At once: a fast stop's checkpoint can take seconds on a loaded
+	# machine, of what the members' leases have left to be re-asserted.
+	$registry_node->stop('immediate');
 	$restored->start;
 	return $restored;
 }
