@@ -115,7 +115,7 @@ job_regress() {	# job_regress COUNTS KIND (regress or isolation)
 # Every make here names PG_CONFIG: a "make test PG_CONFIG=..." above us
 # passes its own in MAKEFLAGS, which would name the installation we copied.
 job_tap() {	# job_tap COUNTS FILE DIR (DIR for tmp_check, the top by default)
-	local file=$2 dir=${3:-$top} status=0 total failed log=${1%.counts}.log
+	local file=$2 dir=${3:-$top} status=0 total failed own_log log=${1%.counts}.log
 	make -s prove-one PG_CONFIG="$PG_CONFIG" PROVE_TESTS="$file" TAP_DIR="$dir" || status=$?
 	total=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$log" | tail -1)
 	failed=$({ grep -oE 'Failed: [0-9]+\)' "$log" || true; } | awk '{ n += $2 } END { print n + 0 }')
@@ -125,8 +125,8 @@ job_tap() {	# job_tap COUNTS FILE DIR (DIR for tmp_check, the top by default)
 	# stderr there): printed into the job's, for the summary to name.
 	if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
 		failed=1
-		grep -hE ' line [0-9]+\.$' $(tap_logs "$file" "$dir" | head -1) 2>/dev/null | tail -2 |
-			sed 's/^/died: /' || true
+		own_log=$dir/tmp_check/log/regress_log_$(basename "$file" .pl)
+		[ ! -f "$own_log" ] || grep -E ' line [0-9]+\.$' "$own_log" | tail -2 | sed 's/^/died: /' || true
 	fi
 	echo "$((total - failed > 0 ? total - failed : 0)) $failed" >"$1"
 }
