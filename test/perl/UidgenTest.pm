@@ -634,7 +634,8 @@ sub replace_registry_with_backup
 	$restored->append_conf('postgresql.conf',
 		'port = ' . $registry_node->port . "\nunix_socket_directories = '" . $registry_node->host . "'\n");
 	# At once: a fast stop's checkpoint can take seconds on a loaded
-	# machine, of what the members' leases have left to be re-asserted.
+	# machine, and the members' leases must outlive the swap to be
+	# re-asserted at the restored registry.
 	$registry_node->stop('immediate');
 	$restored->start;
 	return $restored;
